@@ -1,0 +1,67 @@
+--[[
+  Takes the lock for an owner, or re-enters it when the owner already holds it.
+
+  Input:
+    KEYS[1] lock key: hash of owner field -> hold count
+    KEYS[2] fence key: string, the last fencing token issued for this lock
+    ARGV[1] owner field: "<clientId>:<contextId>"
+    ARGV[2] lease in milliseconds: the PEXPIRE of a first acquisition; a re-entry
+            only ever lengthens the remaining lease to it (0 leaves it alone)
+    ARGV[3] the hold count the caller believes it has (0 for a first acquisition)
+    ARGV[4] time to live of the fence key in milliseconds
+
+  Output: a two-element array {count, value}
+    {0, pttl}   not acquired: another owner holds it; pttl is its remaining lease
+                in milliseconds (-1 when the key has no expiry)
+    {0, -2}     not acquired: the caller believed it held the lock (ARGV[3] > 0)
+                but the lock is gone; nothing is written
+    {1, token}  acquired for the first time; token is the new fencing token:
+                max(last + 1, Redis TIME in microseconds), an integer reply, or
+                a decimal string when taken from TIME (never a Lua float turned
+                into a string, which would round tokens above 10^14)
+    {n, 0}      re-entered: n > 1 is the owner's hold count now
+    {1, token}  also when a retried first acquisition finds it already went
+                through (count 1 while the caller believed 0): the last token
+]]
+local lockKey, fenceKey = KEYS[1], KEYS[2]
+local owner, leaseMs, believed, fenceTtlMs = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local rcall = redis.call
+
+if rcall('EXISTS', lockKey) == 1 then
+  local count = rcall('HGET', lockKey, owner)
+  if not count then
+    return {0, rcall('PTTL', lockKey)}
+  end
+  count = tonumber(count)
+  -- A count above what the caller believes means this call is a retry (after a
+  -- reconnect) of one that already went through: report, do not count twice.
+  if count == believed then
+    count = rcall('HINCRBY', lockKey, owner, 1)
+  end
+  if tonumber(leaseMs) > rcall('PTTL', lockKey) then
+    rcall('PEXPIRE', lockKey, leaseMs)
+  end
+  if believed == 0 and count == 1 then
+    return {1, rcall('GET', fenceKey)}
+  end
+  return {count, 0}
+end
+
+if believed > 0 then
+  return {0, -2}
+end
+
+rcall('HSET', lockKey, owner, 1)
+rcall('PEXPIRE', lockKey, leaseMs)
+
+local time = rcall('TIME')
+local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local last = tonumber(rcall('GET', fenceKey) or '0')
+if last < nowUs then
+  local token = time[1] .. string.format('%06d', tonumber(time[2]))
+  rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
+  return {1, token}
+end
+local token = rcall('INCR', fenceKey)
+rcall('PEXPIRE', fenceKey, fenceTtlMs)
+return {1, token}

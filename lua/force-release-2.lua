@@ -1,0 +1,22 @@
+--[[
+  Deletes a lock whoever holds it, and wakes its waiters.
+
+  Input:
+    KEYS[1] lock key: hash of owner field -> hold count
+    KEYS[2] release channel (declared as a key so sharded pub/sub can use it)
+    ARGV[1] publish command: "publish" or "spublish"
+    ARGV[2] message to publish
+
+  Output: an integer
+    1  the lock existed and was deleted; the channel was published
+    0  nothing was locked; nothing was published
+]]
+local lockKey, channel = KEYS[1], KEYS[2]
+local publishCommand, message = ARGV[1], ARGV[2]
+local rcall = redis.call
+
+if rcall('DEL', lockKey) == 0 then
+  return 0
+end
+rcall(publishCommand, channel, message)
+return 1

@@ -1,0 +1,35 @@
+--[[
+  Releases one hold of an owner; on the last one deletes the lock and publishes.
+
+  Input:
+    KEYS[1] lock key: hash of owner field -> hold count
+    KEYS[2] release channel (declared as a key so sharded pub/sub can use it)
+    ARGV[1] owner field: "<clientId>:<contextId>"
+    ARGV[2] the hold count the caller believes it has before this release (>= 1)
+    ARGV[3] publish command: "publish" or "spublish"
+    ARGV[4] message to publish
+
+  Output: an integer
+    -1   the owner holds nothing here (expired, force-unlocked, or never held)
+    n>=0 the owner's hold count after this call; 0 means the lock was deleted and
+         the channel published. When the count is already below what the caller
+         believes, this is a retry of a release that went through: nothing changes.
+]]
+local lockKey, channel = KEYS[1], KEYS[2]
+local owner, believed, publishCommand, message = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local rcall = redis.call
+
+local count = rcall('HGET', lockKey, owner)
+if not count then
+  return -1
+end
+count = tonumber(count)
+if count < believed then
+  return count
+end
+if count > 1 then
+  return rcall('HINCRBY', lockKey, owner, -1)
+end
+rcall('DEL', lockKey)
+rcall(publishCommand, channel, message)
+return 0

@@ -1,0 +1,104 @@
+// Typed wrappers around the Lua scripts and the few plain reads: EVALSHA first, EVAL only when Redis
+// answers NOSCRIPT, nothing ever added to the client. The only module that sends lock commands.
+import { acquire, forceRelease, release, renew } from './generated/scripts.ts';
+import { LockError } from './errors.ts';
+import type { LockKeys } from './keys.ts';
+import type { RedisClient } from './options.ts';
+
+interface Script {
+  readonly file: string;
+  readonly sha1: string;
+  readonly source: string;
+}
+
+/** What the acquire script answered. */
+export type AcquireReply =
+  | { readonly acquired: false; readonly pttl: number } // held by another owner (pttl -2: ours is gone)
+  | { readonly acquired: true; readonly count: number; readonly token: number }; // first (count 1, token) or re-entered
+
+const PUBLISH = 'publish';
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A WRONGTYPE from Redis means the user's key space holds something else under the lock's key. */
+function wrap(error: unknown, key: string): unknown {
+  if (!errorMessage(error).startsWith('WRONGTYPE')) return error;
+  return new LockError(`Redis key "${key}" holds a value that is not a relock lock (WRONGTYPE); relock left it untouched`, {
+    cause: error,
+  });
+}
+
+function toToken(value: unknown, key: string): number {
+  const token = Number(value);
+  if (!Number.isSafeInteger(token) || token <= 0) {
+    throw new LockError(`Fencing token ${String(value)} of "${key}" is not a positive safe integer`);
+  }
+  return token;
+}
+
+export class Commands {
+  readonly #redis: RedisClient;
+
+  constructor(redis: RedisClient) {
+    this.#redis = redis;
+  }
+
+  async #run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      try {
+        return await this.#redis.evalsha(script.sha1, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!errorMessage(error).startsWith('NOSCRIPT')) throw error;
+        return await this.#redis.eval(script.source, keys.length, ...keys, ...args);
+      }
+    } catch (error) {
+      throw wrap(error, keys[0] ?? '');
+    }
+  }
+
+  async acquire(keys: LockKeys, owner: string, leaseMs: number, believed: number, fenceTtlMs: number): Promise<AcquireReply> {
+    const reply = (await this.#run(acquire, [keys.lock, keys.fence], [owner, leaseMs, believed, fenceTtlMs])) as [number, number | string];
+    const [count, value] = reply;
+    if (count === 0) return { acquired: false, pttl: Number(value) };
+    return { acquired: true, count, token: count === 1 ? toToken(value, keys.lock) : 0 };
+  }
+
+  /** The owner's hold count after the release, or -1 when the owner held nothing. */
+  async release(keys: LockKeys, owner: string, believed: number): Promise<number> {
+    return Number(await this.#run(release, [keys.lock, keys.channel], [owner, believed, PUBLISH, 'release']));
+  }
+
+  /** One flag per hold, in order: true where the owner still held the lock and its lease was renewed. */
+  async renew(holds: readonly { readonly keys: LockKeys; readonly owner: string }[], leaseMs: number): Promise<boolean[]> {
+    const reply = (await this.#run(
+      renew,
+      holds.map((hold) => hold.keys.lock),
+      [leaseMs, ...holds.map((hold) => hold.owner)],
+    )) as number[];
+    return reply.map((flag) => flag === 1);
+  }
+
+  async forceRelease(keys: LockKeys): Promise<boolean> {
+    return (await this.#run(forceRelease, [keys.lock, keys.channel], [PUBLISH, 'force'])) === 1;
+  }
+
+  async isLocked(keys: LockKeys): Promise<boolean> {
+    return (await this.#redis.exists(keys.lock)) === 1;
+  }
+
+  /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */
+  async remainingTtlMs(keys: LockKeys): Promise<number | null> {
+    const pttl = await this.#redis.pttl(keys.lock);
+    return pttl === -2 ? null : pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
+  }
+
+  async holdCount(keys: LockKeys, owner: string): Promise<number> {
+    try {
+      return Number((await this.#redis.hget(keys.lock, owner)) ?? 0);
+    } catch (error) {
+      throw wrap(error, keys.lock);
+    }
+  }
+}
