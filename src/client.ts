@@ -1,10 +1,10 @@
 // LockClient: the only owner of connections and timers.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { debuglog } from 'node:util';
 import { Redis } from 'ioredis';
-import { closedError, LockLostError } from './errors.ts';
+import { closedError, LockError, LockLostError } from './errors.ts';
 import { LockImpl, type Lock, type LockHost, type Scope } from './lock.ts';
 import { checkMs, checkName, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient } from './options.ts';
 import type { LockClientOptions, RedisClient } from './options.ts';
@@ -23,7 +23,8 @@ const SUBSCRIBER_OPTIONS = { lazyConnect: true, autoResubscribe: false } as cons
  * one shared subscriber connection, whatever the number of locks and waiters.
  *
  * Emits `'error'` with connection errors of the connections it created and of renewals, when
- * someone listens (they are otherwise only logged under `NODE_DEBUG=relock:*`).
+ * someone listens (they are otherwise only logged under `NODE_DEBUG=relock:*`), and `'warning'`
+ * (a `LockError`) once when the server's `maxmemory-policy` can evict lock keys.
  *
  * @example
  * ```ts
@@ -58,6 +59,8 @@ export class LockClient extends EventEmitter {
    */
   constructor(options?: LockClientOptions) {
     super();
+    // Every pending wait listens for close(): hundreds of waiters are normal, not a leak.
+    setMaxListeners(0, this.#closed.signal);
     const o = checkOptions('LockClient', options, ['redis', 'prefix', 'leaseMs', 'fenceTtlMs']);
     const redis = checkRedis(o.redis);
     this.prefix = checkPrefix(o.prefix);
@@ -93,6 +96,29 @@ export class LockClient extends EventEmitter {
       closed: this.#closed.signal,
       drops: () => this.#drops,
     };
+    this.#checkEviction();
+  }
+
+  /**
+   * An evicted lock key is a lock silently lost: warn when the server's maxmemory-policy may evict
+   * keys with a TTL (every lock key has one). A server that refuses CONFIG (ACL, managed Redis) is
+   * not second-guessed.
+   */
+  #checkEviction(): void {
+    const config = (this.#redis as { config?: (...args: string[]) => Promise<unknown> }).config;
+    if (typeof config !== 'function' || this.#redis.isCluster) return;
+    config.call(this.#redis, 'GET', 'maxmemory-policy').then(
+      (reply) => {
+        const policy = Array.isArray(reply) ? String(reply[1] ?? '') : '';
+        if (policy === '' || policy === 'noeviction') return;
+        const warning = new LockError(
+          `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict lock keys, and an evicted lock is silently lost. Use "noeviction" on the Redis that holds locks.`,
+        );
+        log('%s', warning.message);
+        this.emit('warning', warning);
+      },
+      (error: Error) => log('CONFIG GET maxmemory-policy failed: %s', error.message),
+    );
   }
 
   #open(redis: string | Record<string, unknown>): RedisClient {

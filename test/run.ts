@@ -3,7 +3,6 @@
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { counts } from './helpers/describe.ts';
 
 const root = dirname(fileURLToPath(import.meta.url));
 const groups = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['unit', 'integration', 'faults-short'];
@@ -33,9 +32,11 @@ const selected = groups.flatMap((group) => {
   return files(join(root, group));
 });
 
+// uvu must see UVU_DEFER before its first import, or every suite also runs on its own timer.
 const g = globalThis as { UVU_DEFER?: number; UVU_INDEX?: number; UVU_QUEUE?: unknown[][] };
 g.UVU_DEFER = 1;
 const uvu = await import('uvu');
+const { counts } = await import('./helpers/describe.ts');
 let index = 0;
 for (const file of selected) {
   g.UVU_INDEX = index++;

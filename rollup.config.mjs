@@ -1,0 +1,31 @@
+// ESM and CommonJS bundles, each with its own declaration file. JavaScript goes through esbuild (no
+// type checking: `npm run typecheck` does that); declarations through rollup-plugin-dts, which calls
+// the TypeScript compiler API (TypeScript 5.9: see docs/design.md).
+import { readFileSync } from 'node:fs';
+import { dts } from 'rollup-plugin-dts';
+import esbuild from 'rollup-plugin-esbuild';
+
+const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
+const external = [...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)].map((name) => new RegExp(`^${name}(/|$)`));
+const isExternal = (id) => id.startsWith('node:') || external.some((pattern) => pattern.test(id));
+
+export default [
+  {
+    input: 'src/index.ts',
+    external: isExternal,
+    plugins: [esbuild({ target: 'node20', tsconfig: 'tsconfig.json' })],
+    output: [
+      { file: 'dist/index.mjs', format: 'es' },
+      { file: 'dist/index.cjs', format: 'cjs', exports: 'named' },
+    ],
+  },
+  {
+    input: 'src/index.ts',
+    external: isExternal,
+    plugins: [dts({ tsconfig: 'tsconfig.json' })],
+    output: [
+      { file: 'dist/index.d.mts', format: 'es' },
+      { file: 'dist/index.d.cts', format: 'es' },
+    ],
+  },
+];

@@ -1,0 +1,249 @@
+import * as assert from 'uvu/assert';
+import { Redis } from 'ioredis';
+import { LockClient, LockNotHeldError, LockTimeoutError } from '../../src/index.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
+import { commandStats, fixture, sleep, type Fixture } from '../helpers/fixture.ts';
+
+let f: Fixture;
+let client: LockClient;
+let other: LockClient;
+
+async function pubsubClients(admin: Redis): Promise<number> {
+  return (await admin.client('LIST', 'TYPE', 'pubsub')).toString().split('\n').filter(Boolean).length;
+}
+
+describe('Waiting', (it) => {
+  it.before(async () => {
+    f = await fixture();
+    client = f.client();
+    other = f.client();
+  });
+  it.after(() => f.close());
+
+  it('rejects with the reason of a signal aborted before the call, without I/O', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('not needed any more'));
+    const before = await commandStats(f.admin);
+    const error = await rejects(client.lock(uniqueName()).acquire({ signal: controller.signal }));
+    assert.is(error.message, 'not needed any more');
+    const after = await commandStats(f.admin);
+    assert.is(after.evalsha ?? 0, before.evalsha ?? 0);
+  });
+
+  it('rejects with the signal reason when aborted during a wait, and leaves the queue', async () => {
+    const name = uniqueName();
+    const held = await other.lock(name).acquire();
+    const controller = new AbortController();
+    const waiting = client.lock(name).acquire({ signal: controller.signal });
+    await eventually(() => client.waiting === 1, 'queued');
+    controller.abort();
+    const error = await rejects(waiting);
+    assert.is(error.name, 'AbortError');
+    assert.is(client.waiting, 0);
+    await held.release();
+    assert.not.ok(await client.lock(name).isLocked(), 'the aborted waiter took nothing');
+  });
+
+  it('wakes one of 40 waiters per release, and only the head tries', async () => {
+    const name = uniqueName();
+    const held = await other.lock(name).acquire();
+    const acquired: number[] = [];
+    const leases = Array.from({ length: 40 }, (_, i) =>
+      client
+        .lock(name)
+        .acquire()
+        .then((lease) => (acquired.push(i), lease)),
+    );
+    await eventually(() => client.waiting === 40, '40 queued');
+    await sleep(50);
+    const before = await commandStats(f.admin);
+    await held.release();
+    await eventually(() => acquired.length === 1, 'one waiter acquires');
+    await sleep(200);
+    const after = await commandStats(f.admin);
+    assert.is(acquired.length, 1);
+    assert.is(client.waiting, 39);
+    // The release itself and one acquire attempt, by the head.
+    assert.is((after.evalsha ?? 0) - (before.evalsha ?? 0), 2);
+    assert.is(acquired[0], 0, 'first come, first served');
+    // Hand the lock down the queue: each release wakes the next in FIFO order.
+    for (let i = 0; i < 40; i++) {
+      const lease = await within(leases[i]!, 5_000, `waiter ${i}`);
+      await lease.release();
+    }
+    assert.equal(
+      acquired,
+      Array.from({ length: 40 }, (_, i) => i),
+    );
+  });
+
+  it('uses one subscriber connection for 100 locks with waiters, and drops the subscriptions after', async () => {
+    const names = Array.from({ length: 100 }, () => uniqueName());
+    const holder = f.client();
+    const waiter = f.client();
+    const held = await Promise.all(names.map((name) => holder.lock(name).acquire()));
+    const before = await pubsubClients(f.admin);
+    const waits = names.map((name) => waiter.lock(name).acquire());
+    await eventually(() => waiter.waiting === 100, '100 waiters');
+    assert.is((await pubsubClients(f.admin)) - before, 1);
+    const channels = (await f.admin.pubsub('CHANNELS', 'relock:*')) as string[];
+    assert.ok(names.every((name) => channels.includes(`relock:{${name}}:released`)));
+    await Promise.all(held.map((lease) => lease.release()));
+    await Promise.all((await Promise.all(waits)).map((lease) => lease.release()));
+    await eventually(async () => ((await f.admin.pubsub('NUMSUB', `relock:{${names[0]}}:released`)) as unknown[])[1] === 0, 'unsubscribed');
+  });
+
+  it('retries at once when the pub/sub connection is killed right before a release', async () => {
+    const name = uniqueName();
+    const held = await other.lock(name).acquire(); // 30 s lease: only a retry can make this quick
+    const waiting = client.lock(name).acquire();
+    await eventually(() => client.waiting === 1, 'queued');
+    await f.admin.client('KILL', 'TYPE', 'pubsub');
+    await held.release(); // published while the subscriber is down: lost
+    await (await within(waiting, 5_000, 'the waiter after the subscriber came back')).release();
+  });
+
+  it('lets several clients do a racy read-modify-write with no overlap', async () => {
+    const name = uniqueName();
+    const counter = `counter:${name}`;
+    const clients = [f.client(), f.client(), f.client(), f.client()];
+    let inside = 0;
+    let overlaps = 0;
+    let lastToken = 0;
+    let tokenOrderBroken = false;
+    await Promise.all(
+      clients.flatMap((c) =>
+        [0, 1].map(async () => {
+          for (let i = 0; i < 25; i++) {
+            await c.lock(name).runExclusive(async (lease) => {
+              if (++inside > 1) overlaps++;
+              if (lease.fencingToken <= lastToken) tokenOrderBroken = true;
+              lastToken = lease.fencingToken;
+              const value = Number((await f.admin.get(counter)) ?? 0);
+              await sleep(Math.random() * 2);
+              await f.admin.set(counter, value + 1);
+              inside--;
+            });
+          }
+        }),
+      ),
+    );
+    assert.is(overlaps, 0);
+    assert.not.ok(tokenOrderBroken);
+    assert.is(await f.admin.get(counter), '200');
+  });
+
+  it('survives SCRIPT FLUSH between calls by falling back to EVAL once', async () => {
+    const lock = client.lock(uniqueName());
+    await (await lock.acquire()).release();
+    await f.admin.script('FLUSH');
+    const before = await commandStats(f.admin);
+    const lease = await lock.acquire();
+    await lease.release();
+    await lease.run(() => undefined);
+    const after = await commandStats(f.admin);
+    assert.is((after.eval ?? 0) - (before.eval ?? 0), 2, 'acquire and release each reloaded once');
+    const again = await lock.acquire();
+    await again.release();
+    const last = await commandStats(f.admin);
+    assert.is(last.eval ?? 0, after.eval ?? 0, 'then EVALSHA only');
+  });
+});
+
+describe('LockClient#close', (it) => {
+  it.before(async () => {
+    f = await fixture();
+    other = f.client();
+  });
+  it.after(() => f.close());
+
+  it('rejects pending waits with an AbortError, stops renewals, and is idempotent', async () => {
+    const c = f.client({ leaseMs: 500 });
+    const name = uniqueName();
+    const held = await other.lock(name).acquire();
+    const mine = await c.lock(uniqueName()).acquire();
+    const waits = [rejects(c.lock(name).acquire()), rejects(c.lock(name).acquire({ waitMs: 60_000 }))];
+    await eventually(() => c.waiting === 2, 'queued');
+    await Promise.all([c.close(), c.close()]);
+    for (const wait of waits) assert.is((await wait).name, 'AbortError');
+    assert.ok(mine.signal.aborted, 'held leases learn they are no longer renewed');
+    await eventually(async () => !(await other.lock(mine.name).isLocked()), 'the unrenewed lock expires', 2_000);
+    assert.is((await rejects(c.lock(name).acquire())).name, 'AbortError');
+    assert.ok(c.closed);
+    await held.release();
+  });
+
+  it('leaves a Redis client passed in open, and creates one subscriber from it', async () => {
+    const redis = new Redis(f.server.url);
+    const c = new LockClient({ redis });
+    const lease = await c.lock(uniqueName()).acquire();
+    await lease.release();
+    await c.close();
+    assert.is(await redis.ping(), 'PONG');
+    redis.disconnect();
+  });
+
+  it('accepts ioredis options', async () => {
+    const c = new LockClient({ redis: { host: f.server.host, port: f.server.port } });
+    await (await c.lock(uniqueName()).acquire()).release();
+    await c.close();
+  });
+});
+
+describe('Unreachable Redis', (it) => {
+  it.before(async () => {
+    f = await fixture({ private: true });
+    other = f.client();
+  });
+  it.after(async () => {
+    await f.close();
+  });
+
+  it('bounds the wait by waitMs while the server does not answer, and releases a late success', async () => {
+    const c = f.client();
+    const name = uniqueName();
+    await c.lock(uniqueName()).isLocked(); // connected
+    const pid = Number((await f.admin.info('server')).match(/process_id:(\d+)/)![1]);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      const error = await rejects(c.lock(name).acquire({ waitMs: 1_500 }));
+      const waited = performance.now() - started;
+      assert.instance(error, LockTimeoutError);
+      assert.ok(waited >= 1_450 && waited < 2_500, `settled after ${waited} ms`);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    // The attempt was queued in the socket; it goes through now and is given back at once: its
+    // reply triggers the release, which the second probe on the same connection follows.
+    await c.lock(uniqueName()).isLocked();
+    await c.lock(uniqueName()).isLocked();
+    assert.is(await f.admin.exists(`relock:{${name}}`), 0, 'no phantom hold');
+    assert.ok(((await commandStats(f.admin)).evalsha ?? 0) >= 2, 'the late attempt ran and was released');
+    const lease = await other.lock(name).acquire({ waitMs: 0 });
+    await lease.release();
+  });
+
+  it('treats a release that ioredis resent after a reconnect as done', async () => {
+    const redis = new Redis(f.server.url);
+    redis.on('error', () => undefined);
+    const c = new LockClient({ redis });
+    const name = uniqueName();
+    const outer = await c.lock(name).acquire();
+    const inner = await outer.run(() => c.lock(name).acquire());
+    const pid = Number((await f.admin.info('server')).match(/process_id:(\d+)/)![1]);
+    for (const lease of [inner, outer]) {
+      process.kill(pid, 'SIGSTOP');
+      const releasing = lease.release();
+      await sleep(50); // the command is in the server's socket buffer
+      (redis as unknown as { stream: { destroy(): void } }).stream.destroy();
+      await sleep(50);
+      process.kill(pid, 'SIGCONT');
+      await within(releasing, 5_000, 'the resent release');
+    }
+    assert.not.ok(await other.lock(name).isLocked());
+    assert.instance(await rejects(outer.release()), LockNotHeldError);
+    await c.close();
+    redis.disconnect();
+  });
+});
