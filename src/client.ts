@@ -24,7 +24,7 @@ const SUBSCRIBER_OPTIONS = { lazyConnect: true, autoResubscribe: false } as cons
  *
  * Emits `'error'` with connection errors of the connections it created and of renewals, when
  * someone listens (they are otherwise only logged under `NODE_DEBUG=relock:*`), and `'warning'`
- * (a `LockError`) once when the server's `maxmemory-policy` can evict lock keys.
+ * (a `LockError`) once, at the first acquire, when the server's `maxmemory-policy` can evict lock keys.
  *
  * @example
  * ```ts
@@ -49,6 +49,7 @@ export class LockClient extends EventEmitter {
   readonly #watchdog: Watchdog;
   readonly #queues = new WaitQueues();
   #drops = 0;
+  #used = false;
   #closing: Promise<void> | undefined;
   readonly #onClose = () => {
     this.#drops++;
@@ -95,8 +96,12 @@ export class LockClient extends EventEmitter {
       scope: new AsyncLocalStorage<Scope>(),
       closed: this.#closed.signal,
       drops: () => this.#drops,
+      firstUse: () => {
+        if (this.#used) return;
+        this.#used = true;
+        this.#checkEviction();
+      },
     };
-    this.#checkEviction();
   }
 
   /**

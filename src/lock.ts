@@ -96,6 +96,8 @@ export interface LockHost {
   readonly closed: AbortSignal;
   /** How often the command connection has dropped so far. */
   drops(): number;
+  /** Called before every acquire; the client checks the server once, beside the first one. */
+  firstUse(): void;
 }
 
 /** One owner's hold on one lock: shared by the leases of its nested acquisitions. */
@@ -296,6 +298,7 @@ export class LockImpl implements Lock {
     const { closed } = this.#host;
     closed.throwIfAborted();
     signal?.throwIfAborted();
+    this.#host.firstUse();
     const hold = this.#scopeHold();
     if (hold) return this.#reenter(hold, leaseMs);
 

@@ -93,19 +93,17 @@ export const DEFAULTS = Object.freeze({
 const MAX_NAME_BYTES = 1024;
 
 function show(value: unknown): string {
+  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
   let text: string;
   if (typeof value === 'string') text = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  else if (typeof value === 'bigint') text = `${value}n`;
-  else if (typeof value === 'symbol' || typeof value === 'function') text = String(value);
+  else if (typeof value !== 'object' || value === null) text = String(value);
   else {
     try {
-      text = JSON.stringify(value) ?? String(value);
+      text = JSON.stringify(value);
     } catch {
       text = Object.prototype.toString.call(value);
     }
-    if (typeof value === 'number') text = String(value);
   }
-  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
   return `\`${text}\` (${type})`;
 }
 

@@ -403,3 +403,19 @@ describe('Fencing tokens', (it) => {
     assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `fence ttl ${ttl}`);
   });
 });
+
+describe('Lease#run', (it) => {
+  it.before(async () => {
+    f = await fixture();
+    client = f.client();
+  });
+  it.after(() => f.close());
+
+  it('rejects a non-function with a TypeError naming fn', async () => {
+    const lease = await client.lock(uniqueName()).acquire();
+    const error = await rejects(lease.run('not a function' as never));
+    assert.instance(error, TypeError);
+    assert.ok(error.message.includes('`fn`'), error.message);
+    await lease.release();
+  });
+});

@@ -1,0 +1,72 @@
+import * as assert from 'uvu/assert';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe } from '../helpers/describe.ts';
+import * as generated from '../../src/generated/scripts.ts';
+
+const dir = join(import.meta.dirname, '..', '..', 'lua');
+const files = readdirSync(dir).filter((file) => file.endsWith('.lua'));
+
+function parse(source: string) {
+  const header = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1] ?? '';
+  const body = source.slice(source.indexOf(']]') + 2);
+  const indexes = (text: string, name: 'KEYS' | 'ARGV') => [...text.matchAll(new RegExp(`${name}\\[(\\d+)\\]`, 'g'))].map((m) => Number(m[1]));
+  return { header, body, indexes };
+}
+
+describe('lua/*.lua', (it) => {
+  it('finds the four scripts, each named verb-<numberOfKeys>.lua', () => {
+    assert.equal(files.sort(), ['acquire-2.lua', 'force-release-2.lua', 'release-2.lua', 'renew-n.lua']);
+  });
+
+  for (const file of files) {
+    const source = readFileSync(join(dir, file), 'utf8');
+    const { header, body, indexes } = parse(source);
+    const keys = file.match(/-(\d+|n)\.lua$/)![1]!;
+
+    it(`${file} opens with an Input/Output header`, () => {
+      assert.ok(header.includes('Input:'), 'Input section');
+      assert.ok(header.includes('Output:'), 'Output section');
+    });
+
+    it(`${file} documents every KEYS and ARGV index it reads, and reads every one it documents`, () => {
+      if (keys === 'n') {
+        assert.ok(/KEYS\[1\.\.n\]/.test(header), 'a batch script documents KEYS[1..n]');
+        assert.ok(/ipairs\(KEYS\)/.test(body), 'and walks KEYS');
+        return;
+      }
+      const documentedKeys = new Set(indexes(header, 'KEYS'));
+      const usedKeys = new Set(indexes(body, 'KEYS'));
+      assert.equal([...usedKeys].sort(), [...documentedKeys].sort());
+      assert.is(Math.max(...usedKeys), Number(keys), 'highest KEYS index = the number in the file name');
+      assert.equal([...new Set(indexes(body, 'ARGV'))].sort(), [...new Set(indexes(header, 'ARGV'))].sort());
+    });
+
+    it(`${file} binds KEYS and ARGV to named locals and uses rcall`, () => {
+      assert.ok(/local rcall = redis\.call/.test(body));
+      const afterBindings = body.split('\n').filter((line) => !/^local .*(KEYS|ARGV)\[/.test(line) && !/^\s*--/.test(line));
+      const stray = afterBindings.filter((line) => /(KEYS|ARGV)\[\d+\]/.test(line) && !/ARGV\[i \+ 1\]/.test(line));
+      assert.equal(stray, [], 'KEYS/ARGV read only in the bindings');
+      assert.not.ok(/redis\.call\(/.test(body.replace('local rcall = redis.call', '')), 'redis.call only through rcall');
+    });
+
+    it(`${file} has no commented-out Lua`, () => {
+      const comments = body.split('\n').filter((line) => /^\s*--/.test(line));
+      assert.equal(comments.filter((line) => /rcall\(|return |local |end$/.test(line)), []);
+    });
+
+    it(`${file} is inlined into the bundle with its SHA1`, () => {
+      const script = Object.values(generated).find((s) => s.file === file);
+      assert.ok(script, 'generated');
+      assert.is(script!.source, source);
+    });
+  }
+
+  it('publishes through a command name given in ARGV, so sharded pub/sub can be switched on', () => {
+    for (const file of ['release-2.lua', 'force-release-2.lua']) {
+      const { body } = parse(readFileSync(join(dir, file), 'utf8'));
+      assert.ok(/rcall\(publishCommand, channel/.test(body), file);
+      assert.not.ok(/'publish'/i.test(body), file);
+    }
+  });
+});
