@@ -1,6 +1,6 @@
 // Runs the uvu suites of the named groups (default: unit, integration, faults-short) in one process
 // and closes with "N passed, N failed". An unhandled rejection fails the run.
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -14,6 +14,7 @@ process.on('unhandledRejection', (error) => {
 });
 
 function files(dir: string): string[] {
+  if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .sort()
     .flatMap((entry) => {
