@@ -114,7 +114,10 @@ export class LockClient extends EventEmitter {
     if (typeof config !== 'function' || this.#redis.isCluster) return;
     config.call(this.#redis, 'GET', 'maxmemory-policy').then(
       (reply) => {
-        const policy = Array.isArray(reply) ? String(reply[1] ?? '') : '';
+        // RESP2 answers [name, value]; RESP3 a map.
+        const policy = String(
+          (Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.['maxmemory-policy']) ?? '',
+        );
         if (policy === '' || policy === 'noeviction') return;
         const warning = new LockError(
           `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict lock keys, and an evicted lock is silently lost. Use "noeviction" on the Redis that holds locks.`,

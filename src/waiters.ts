@@ -1,4 +1,5 @@
 // Per-channel FIFO queues of local waiters and the wake-up rule: a release wakes the head only.
+import { MAX_TIMER_MS } from './options.ts';
 
 /** One acquire that is waiting for a lock. */
 export class Waiter {
@@ -6,7 +7,10 @@ export class Waiter {
   /** A wake-up arrived while this waiter was not asleep (it was attempting): honour it at the next sleep. */
   #pending = false;
 
-  /** Sleeps until woken or until `ms` pass; rejects with `stop.reason` when `stop` aborts. */
+  /**
+   * Sleeps until woken or until `ms` pass (capped at what a timer holds: a longer one would fire at
+   * once and spin); rejects with `stop.reason` when `stop` aborts.
+   */
   sleep(ms: number, stop: AbortSignal): Promise<void> {
     if (this.#pending) {
       this.#pending = false;
@@ -25,7 +29,7 @@ export class Waiter {
       const timer = setTimeout(() => {
         done();
         resolve();
-      }, ms);
+      }, Math.min(ms, MAX_TIMER_MS));
       timer.unref();
       this.#wake = () => {
         done();

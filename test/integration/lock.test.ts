@@ -363,6 +363,24 @@ describe('Crashed holder', (it) => {
   });
 });
 
+describe('Foreign holder with a long lease', (it) => {
+  it.before(async () => {
+    f = await fixture();
+    client = f.client();
+  });
+  it.after(() => f.close());
+
+  it('sleeps through a PTTL longer than a timer can hold instead of spinning', async () => {
+    const name = uniqueName();
+    await f.admin.hset(`relock:{${name}}`, 'someone:else', 1);
+    await f.admin.pexpire(`relock:{${name}}`, 30 * 24 * 3_600_000); // 30 days > 2^31 - 1 ms
+    const before = Number((await f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
+    assert.instance(await rejects(client.lock(name).acquire({ waitMs: 300 })), LockTimeoutError);
+    const after = Number((await f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
+    assert.ok(after - before <= 2, `${after - before} attempts in 300 ms`);
+  });
+});
+
 describe('Fencing tokens', (it) => {
   it.before(async () => {
     f = await fixture();
