@@ -27,10 +27,12 @@ local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs, believed, fenceTtlMs = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local rcall = redis.call
 
-if rcall('EXISTS', lockKey) == 1 then
+-- PTTL answers both questions a loser needs: is it locked (-2: no), and for how long.
+local pttl = rcall('PTTL', lockKey)
+if pttl ~= -2 then
   local count = rcall('HGET', lockKey, owner)
   if not count then
-    return {0, rcall('PTTL', lockKey)}
+    return {0, pttl}
   end
   count = tonumber(count)
   -- A count above what the caller believes means this call is a retry (after a
@@ -38,7 +40,7 @@ if rcall('EXISTS', lockKey) == 1 then
   if count == believed then
     count = rcall('HINCRBY', lockKey, owner, 1)
   end
-  if tonumber(leaseMs) > rcall('PTTL', lockKey) then
+  if tonumber(leaseMs) > pttl then
     rcall('PEXPIRE', lockKey, leaseMs)
   end
   if believed == 0 and count == 1 then
