@@ -3,6 +3,12 @@
 /**
  * The parts of an ioredis `Redis` or `Cluster` that relock calls. Any ioredis 5 or 6 client fits;
  * relock never adds commands to it (no `defineCommand`), it only sends EVALSHA/EVAL and a few reads.
+ *
+ * @example
+ * ```ts
+ * const redis = new Redis(process.env.REDIS_URL); // yours: relock.close() leaves it open
+ * const client = new LockClient({ redis });
+ * ```
  */
 export interface RedisClient {
   readonly options?: { readonly keyPrefix?: string | undefined; readonly redisOptions?: { readonly keyPrefix?: string | undefined } };
@@ -23,10 +29,25 @@ export interface RedisClient {
   off(event: string, listener: (...args: any[]) => void): unknown;
 }
 
-/** ioredis connection options, as accepted by `new Redis(options)`; relock reads none of them but `keyPrefix`. */
+/**
+ * ioredis connection options, as accepted by `new Redis(options)`; relock reads none of them but
+ * `keyPrefix`, which it refuses.
+ *
+ * @example
+ * ```ts
+ * new LockClient({ redis: { host: 'redis.internal', port: 6380, password: process.env.REDIS_PASSWORD } });
+ * ```
+ */
 export type RedisConnectionOptions = { readonly keyPrefix?: never } & Record<string, unknown>;
 
-/** Options of `new LockClient(options)`. */
+/**
+ * Options of `new LockClient(options)`. Unknown keys are refused with a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * new LockClient({ redis: 'redis://127.0.0.1:6379', prefix: 'billing', leaseMs: 10_000 });
+ * ```
+ */
 export interface LockClientOptions {
   /**
    * Where Redis is: a URL (`redis://`, `rediss://`), ioredis options, or an ioredis `Redis` /
@@ -55,7 +76,14 @@ export interface LockClientOptions {
   fenceTtlMs?: number;
 }
 
-/** Options of `lock.acquire()` and `lock.runExclusive()`. */
+/**
+ * Options of `lock.acquire()` and `lock.runExclusive()`. Unknown keys are refused with a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * await lock.acquire({ waitMs: 5_000, signal: AbortSignal.timeout(10_000) });
+ * ```
+ */
 export interface AcquireOptions {
   /**
    * How long to wait for the lock, in milliseconds, before rejecting with `LockTimeoutError`.
@@ -73,7 +101,14 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
-/** Options of `lock.tryAcquire()`. */
+/**
+ * Options of `lock.tryAcquire()`.
+ *
+ * @example
+ * ```ts
+ * const lease = await lock.tryAcquire({ leaseMs: 60_000 }); // null when someone else holds it
+ * ```
+ */
 export interface TryAcquireOptions {
   /** A fixed lease in milliseconds; omitted, the watchdog keeps the hold alive. @default undefined */
   leaseMs?: number;
