@@ -73,7 +73,10 @@ export class LockClient extends EventEmitter {
     const source = this.#redis;
     const cluster = source.isCluster === true;
     this.#subscriber = new Subscriber(
-      () => this.#own(cluster ? source.duplicate(undefined, { redisOptions: SUBSCRIBER_OPTIONS }) : source.duplicate(SUBSCRIBER_OPTIONS)),
+      () =>
+        this.#own(
+          (cluster ? source.duplicate(undefined, { redisOptions: SUBSCRIBER_OPTIONS }) : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
+        ),
       {
         message: (channel) => this.#queues.wakeHead(channel),
         resubscribed: () => this.#queues.wakeAll(),

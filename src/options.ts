@@ -11,7 +11,9 @@
  * ```
  */
 export interface RedisClient {
-  readonly options?: { readonly keyPrefix?: string | undefined; readonly redisOptions?: { readonly keyPrefix?: string | undefined } };
+  readonly options?:
+    | { readonly keyPrefix?: string | undefined; readonly redisOptions?: { readonly keyPrefix?: string | undefined } | undefined }
+    | undefined;
   readonly isCluster?: boolean;
   readonly status?: string;
   evalsha(...args: any[]): Promise<unknown>;
@@ -20,7 +22,7 @@ export interface RedisClient {
   hget(...args: any[]): Promise<string | null>;
   hexists(...args: any[]): Promise<number>;
   pttl(...args: any[]): Promise<number>;
-  duplicate(...args: any[]): RedisClient;
+  duplicate(...args: any[]): unknown;
   subscribe(...args: any[]): Promise<unknown>;
   unsubscribe(...args: any[]): Promise<unknown>;
   quit(...args: any[]): Promise<unknown>;
