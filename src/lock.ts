@@ -260,9 +260,10 @@ export class LockImpl implements Lock {
     const last = believed === 1;
     if (believed === 0) throw this.#notHeld();
     if (last) {
-      // Renewal is cancelled before the release is sent, and one in flight lands first.
+      // Renewal is cancelled before the release is sent, and one in flight lands first. A lost hold
+      // skips the wait: its renewal may hang on an unreachable Redis, and there is nothing to protect.
       watchdog.stopRenewing(hold);
-      await watchdog.settled();
+      if (!hold.controller.signal.aborted) await watchdog.settled();
     }
     const drops = this.#host.drops();
     let left = await commands.release(this.#keys, hold.owner, believed);
