@@ -1,6 +1,7 @@
 // A suite's Redis and the clients its tests make, all closed after the suite.
 import type { Redis } from 'ioredis';
 import { LockClient, type LockClientOptions } from '../../src/index.ts';
+import type { It } from './describe.ts';
 import { startRedis, type RedisServer, type StartOptions } from './redis.ts';
 
 export interface Fixture {
@@ -40,3 +41,22 @@ export async function commandStats(redis: Redis): Promise<Record<string, number>
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A suite's fixture and two clients on it, filled in before the suite's first test. */
+export interface Suite {
+  f: Fixture;
+  client: LockClient;
+  other: LockClient;
+}
+
+/** Starts the suite's Redis before its tests and stops it, with every client, after them. */
+export function setup(it: It, clientOptions: LockClientOptions = {}, otherOptions: LockClientOptions = {}, start: StartOptions = {}): Suite {
+  const suite = {} as Suite;
+  it.before(async () => {
+    suite.f = await fixture(start);
+    suite.client = suite.f.client(clientOptions);
+    suite.other = suite.f.client(otherOptions);
+  });
+  it.after(() => suite.f.close());
+  return suite;
+}

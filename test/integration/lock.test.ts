@@ -1,22 +1,15 @@
 import * as assert from 'uvu/assert';
 import { LockClient, LockLostError, LockNotHeldError, LockTimeoutError, type Lease } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { fixture, sleep, type Fixture } from '../helpers/fixture.ts';
+import { setup, sleep } from '../helpers/fixture.ts';
 
-let f: Fixture;
-let client: LockClient;
-let other: LockClient;
+
 
 describe('Lock#acquire', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-    other = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('acquires a free lock and releases it', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const lease = await lock.acquire();
     assert.is(lease.name, lock.name);
     assert.is(lease.holdCount, 1);
@@ -30,36 +23,36 @@ describe('Lock#acquire', (it) => {
 
   it('writes the hash field <clientId>:<contextId> with a count and the watchdog lease', async () => {
     const name = uniqueName();
-    const lease = await client.lock(name).acquire();
-    const hash = await f.admin.hgetall(`relock:{${name}}`);
+    const lease = await s.client.lock(name).acquire();
+    const hash = await s.f.admin.hgetall(`relock:{${name}}`);
     const [field, count] = Object.entries(hash)[0]!;
-    assert.ok(field.startsWith(`${client.id}:`));
+    assert.ok(field.startsWith(`${s.client.id}:`));
     assert.is(count, '1');
-    const pttl = await f.admin.pttl(`relock:{${name}}`);
+    const pttl = await s.f.admin.pttl(`relock:{${name}}`);
     assert.ok(pttl > 25_000 && pttl <= 30_000, `pttl ${pttl}`);
-    assert.is(await f.admin.get(`relock:{${name}}:fence`), String(lease.fencingToken));
+    assert.is(await s.f.admin.get(`relock:{${name}}:fence`), String(lease.fencingToken));
     await lease.release();
   });
 
   it('rejects with LockTimeoutError after waitMs when another client holds it', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire();
+    const held = await s.other.lock(name).acquire();
     const started = performance.now();
-    const error = await rejects(client.lock(name).acquire({ waitMs: 200 }));
+    const error = await rejects(s.client.lock(name).acquire({ waitMs: 200 }));
     const waited = performance.now() - started;
     assert.instance(error, LockTimeoutError);
     assert.is(error.code, 'ERR_LOCK_TIMEOUT');
     assert.is(error.lockName, name);
     assert.ok(waited >= 190, `gave up after ${waited} ms`);
-    assert.is(client.waiting, 0, 'the waiter left its queue');
+    assert.is(s.client.waiting, 0, 'the waiter left its queue');
     await held.release();
   });
 
   it('is woken by the release, long before the holder lease would have run out', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire(); // watchdog lease: 30 s
-    const waiting = client.lock(name).acquire();
-    await eventually(() => client.waiting === 1, 'the waiter is queued');
+    const held = await s.other.lock(name).acquire(); // watchdog lease: 30 s
+    const waiting = s.client.lock(name).acquire();
+    await eventually(() => s.client.waiting === 1, 'the waiter is queued');
     const releasedAt = performance.now();
     await held.release();
     const lease = await within(waiting, 5_000, 'the woken acquire');
@@ -69,11 +62,11 @@ describe('Lock#acquire', (it) => {
   });
 
   it('takes a fresh context outside runExclusive: two acquires in one process exclude each other', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const first = await lock.acquire();
     assert.is(await lock.tryAcquire(), null);
     const second = lock.acquire();
-    await eventually(() => client.waiting === 1, 'the second acquire waits');
+    await eventually(() => s.client.waiting === 1, 'the second acquire waits');
     await first.release();
     const lease = await within(second, 5_000, 'second acquire');
     assert.is(lease.holdCount, 1);
@@ -83,45 +76,35 @@ describe('Lock#acquire', (it) => {
 
   it('tries once with waitMs 0', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire();
-    assert.instance(await rejects(client.lock(name).acquire({ waitMs: 0 })), LockTimeoutError);
+    const held = await s.other.lock(name).acquire();
+    assert.instance(await rejects(s.client.lock(name).acquire({ waitMs: 0 })), LockTimeoutError);
     await held.release();
-    const lease = await client.lock(name).acquire({ waitMs: 0 });
+    const lease = await s.client.lock(name).acquire({ waitMs: 0 });
     await lease.release();
   });
 });
 
 describe('Lock#tryAcquire', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-    other = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('returns a lease when free and null when held elsewhere', async () => {
     const name = uniqueName();
-    const lease = await client.lock(name).tryAcquire();
+    const lease = await s.client.lock(name).tryAcquire();
     assert.ok(lease);
-    assert.is(await other.lock(name).tryAcquire(), null);
+    assert.is(await s.other.lock(name).tryAcquire(), null);
     await lease!.release();
-    const again = await other.lock(name).tryAcquire({ leaseMs: 5_000 });
+    const again = await s.other.lock(name).tryAcquire({ leaseMs: 5_000 });
     assert.ok(again);
-    assert.ok((await other.lock(name).remainingTtlMs())! <= 5_000);
+    assert.ok((await s.other.lock(name).remainingTtlMs())! <= 5_000);
     await again!.release();
   });
 });
 
 describe('Reentrancy', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-    other = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('re-enters three deep in runExclusive, counting holds under one fencing token', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const seen: { count: number; token: number; redis: number }[] = [];
     await lock.runExclusive(async (outer) => {
       seen.push({ count: outer.holdCount, token: outer.fencingToken, redis: await lock.holdCount() });
@@ -149,14 +132,14 @@ describe('Reentrancy', (it) => {
 
   it('frees the lock and wakes waiters only when the count reaches 0', async () => {
     const name = uniqueName();
-    const lock = client.lock(name);
+    const lock = s.client.lock(name);
     const outer = await lock.acquire();
     let woken = false;
-    const waiting = other
+    const waiting = s.other
       .lock(name)
       .acquire()
       .then((lease) => ((woken = true), lease));
-    await eventually(() => other.waiting === 1, 'the other client waits');
+    await eventually(() => s.other.waiting === 1, 'the other client waits');
     const inner = await outer.run(() => lock.acquire());
     assert.is(inner.holdCount, 2);
     await inner.release();
@@ -168,7 +151,7 @@ describe('Reentrancy', (it) => {
   });
 
   it('gives explicit-style code the lease context through lease.run', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const lease = await lock.acquire();
     assert.is(await lock.holdCount(), 0, 'outside run the context holds nothing');
     assert.not.ok(await lock.isHeldByCurrentContext());
@@ -183,8 +166,8 @@ describe('Reentrancy', (it) => {
   });
 
   it('does not let concurrent siblings inside one context share a nested lock', async () => {
-    const outer = client.lock(uniqueName());
-    const inner = client.lock(uniqueName());
+    const outer = s.client.lock(uniqueName());
+    const inner = s.client.lock(uniqueName());
     let inside = 0;
     let overlapped = false;
     await outer.runExclusive(() =>
@@ -203,24 +186,19 @@ describe('Reentrancy', (it) => {
 
   it('does not re-enter a lock held by another client', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire();
+    const held = await s.other.lock(name).acquire();
     await held.run(async () => {
-      assert.is(await client.lock(name).tryAcquire(), null);
+      assert.is(await s.client.lock(name).tryAcquire(), null);
     });
     await held.release();
   });
 });
 
 describe('Lease', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client({ leaseMs: 600 });
-    other = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it, { leaseMs: 600 });
 
   it('ends a fixed lease on Redis and aborts its signal with LockLostError', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const lease = await lock.acquire({ leaseMs: 300 });
     const reason = await within(
       new Promise((resolve) => lease.signal.addEventListener('abort', () => resolve(lease.signal.reason), { once: true })),
@@ -236,40 +214,40 @@ describe('Lease', (it) => {
   });
 
   it('is kept alive by the watchdog for ten lease lengths', async () => {
-    const short = f.client({ leaseMs: 300 });
+    const short = s.f.client({ leaseMs: 300 });
     const lock = short.lock(uniqueName());
     const lease = await lock.acquire(); // lease 300 ms, renewed every 100 ms
     await sleep(3_000);
     assert.not.ok(lease.signal.aborted);
     const ttl = (await lock.remainingTtlMs())!;
     assert.ok(ttl > 0 && ttl <= 300, `ttl ${ttl}`);
-    assert.is(await other.lock(lock.name).tryAcquire(), null);
+    assert.is(await s.other.lock(lock.name).tryAcquire(), null);
     await lease.release();
     assert.not.ok(await lock.isLocked());
   });
 
   it('signals the loss when the hold is deleted behind its back', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const lease = await lock.acquire();
-    await f.admin.del(`relock:{${lock.name}}`);
+    await s.f.admin.del(`relock:{${lock.name}}`);
     await eventually(() => lease.signal.aborted, 'the watchdog notices at its next renewal', 2_000);
     assert.instance(lease.signal.reason, LockLostError);
     assert.instance(await rejects(lease.release()), LockNotHeldError);
   });
 
   it('rejects a second release without touching Redis', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const lease = await lock.acquire();
     await lease.release();
-    const again = await other.lock(lock.name).acquire();
+    const again = await s.other.lock(lock.name).acquire();
     const error = await rejects(lease.release());
     assert.instance(error, LockNotHeldError);
-    assert.ok(await other.lock(lock.name).isLocked(), 'the other holder keeps the lock');
+    assert.ok(await s.other.lock(lock.name).isLocked(), 'the other holder keeps the lock');
     await again.release();
   });
 
   it('releases on leaving an `await using` block', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     {
       await using lease = await lock.acquire();
       assert.ok(lease.fencingToken > 0);
@@ -286,27 +264,23 @@ describe('Lease', (it) => {
 });
 
 describe('Lock#runExclusive', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client({ leaseMs: 600 });
-  });
-  it.after(() => f.close());
+  const s = setup(it, { leaseMs: 600 });
 
   it('returns what fn returns and releases', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     assert.is(await lock.runExclusive(async (lease) => lease.holdCount + 41), 42);
     assert.not.ok(await lock.isLocked());
   });
 
   it('releases and rethrows when fn throws', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const boom = new Error('boom');
     assert.is(await rejects(lock.runExclusive(() => Promise.reject(boom))), boom);
     assert.not.ok(await lock.isLocked());
   });
 
   it('rejects with LockLostError when the hold was lost while fn ran', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     const error = await rejects(
       lock.runExclusive(async (lease) => {
         await lock.forceUnlock();
@@ -319,44 +293,35 @@ describe('Lock#runExclusive', (it) => {
 });
 
 describe('Lock#forceUnlock', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-    other = f.client({ leaseMs: 1_500 });
-  });
-  it.after(() => f.close());
+  const s = setup(it, {}, { leaseMs: 1_500 });
 
   it('deletes whatever holds it, wakes waiters, and answers whether it was locked', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire();
-    const waiting = client.lock(name).acquire();
-    await eventually(() => client.waiting === 1, 'waiter queued');
-    assert.is(await client.lock(name).forceUnlock(), true);
+    const held = await s.other.lock(name).acquire();
+    const waiting = s.client.lock(name).acquire();
+    await eventually(() => s.client.waiting === 1, 'waiter queued');
+    assert.is(await s.client.lock(name).forceUnlock(), true);
     const lease = await within(waiting, 5_000, 'woken by the force unlock');
     await eventually(() => held.signal.aborted, 'the old holder learns at its next renewal', 3_000);
     assert.instance(await rejects(held.release()), LockNotHeldError);
     await lease.release();
-    assert.is(await client.lock(name).forceUnlock(), false);
+    assert.is(await s.client.lock(name).forceUnlock(), false);
   });
 });
 
 describe('Crashed holder', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('waits out the lease of a holder that never releases, without polling', async () => {
     const name = uniqueName();
     // A "client" that crashed while holding: its hash, with 400 ms left.
-    await f.admin.hset(`relock:{${name}}`, 'dead-client:dead-context', 1);
-    await f.admin.pexpire(`relock:{${name}}`, 400);
-    const before = Number((await f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
+    await s.f.admin.hset(`relock:{${name}}`, 'dead-client:dead-context', 1);
+    await s.f.admin.pexpire(`relock:{${name}}`, 400);
+    const before = Number((await s.f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
     const started = performance.now();
-    const lease = await within(client.lock(name).acquire(), 5_000, 'acquire after the crash');
+    const lease = await within(s.client.lock(name).acquire(), 5_000, 'acquire after the crash');
     const waited = performance.now() - started;
-    const after = Number((await f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
+    const after = Number((await s.f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
     assert.ok(waited >= 300, `acquired after ${waited} ms`);
     // First try, the head's try after SUBSCRIBE, and the try when the PTTL timer fires.
     assert.ok(after - before <= 3, `${after - before} attempts`);
@@ -365,73 +330,60 @@ describe('Crashed holder', (it) => {
 });
 
 describe('Foreign holder with a long lease', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('sleeps through a PTTL longer than a timer can hold instead of spinning', async () => {
     const name = uniqueName();
-    await f.admin.hset(`relock:{${name}}`, 'someone:else', 1);
-    await f.admin.pexpire(`relock:{${name}}`, 30 * 24 * 3_600_000); // 30 days > 2^31 - 1 ms
-    const before = Number((await f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
-    assert.instance(await rejects(client.lock(name).acquire({ waitMs: 300 })), LockTimeoutError);
-    const after = Number((await f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
+    await s.f.admin.hset(`relock:{${name}}`, 'someone:else', 1);
+    await s.f.admin.pexpire(`relock:{${name}}`, 30 * 24 * 3_600_000); // 30 days > 2^31 - 1 ms
+    const before = Number((await s.f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
+    assert.instance(await rejects(s.client.lock(name).acquire({ waitMs: 300 })), LockTimeoutError);
+    const after = Number((await s.f.admin.info('commandstats')).match(/cmdstat_evalsha:calls=(\d+)/)?.[1] ?? 0);
     assert.ok(after - before <= 2, `${after - before} attempts in 300 ms`);
   });
 });
 
 describe('Fencing tokens', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-    other = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('strictly increase across clients and across the expiry of the fence key', async () => {
     const name = uniqueName();
     const tokens: number[] = [];
     for (let i = 0; i < 6; i++) {
-      const lease = await (i % 2 ? client : other).lock(name).acquire();
+      const lease = await (i % 2 ? s.client : s.other).lock(name).acquire();
       tokens.push(lease.fencingToken);
       await lease.release();
-      if (i === 2) await f.admin.del(`relock:{${name}}:fence`); // as if it expired
+      if (i === 2) await s.f.admin.del(`relock:{${name}}:fence`); // as if it expired
     }
     for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i]! > tokens[i - 1]!, `${tokens}`);
   });
 
   it('stay exact above 2^52, where Lua number-to-string conversion would round', async () => {
     const name = uniqueName();
-    await f.admin.set(`relock:{${name}}:fence`, '4503599627370497'); // 2^52 + 1
-    const lease = await client.lock(name).acquire();
+    await s.f.admin.set(`relock:{${name}}:fence`, '4503599627370497'); // 2^52 + 1
+    const lease = await s.client.lock(name).acquire();
     assert.is(lease.fencingToken, 4503599627370498);
     await lease.release();
-    await f.admin.set(`relock:{${name}}:fence`, '1125899906842623'); // 2^50 - 1, below Redis TIME in µs
-    const next = await client.lock(name).acquire();
-    assert.is(String(next.fencingToken), await f.admin.get(`relock:{${name}}:fence`));
+    await s.f.admin.set(`relock:{${name}}:fence`, '1125899906842623'); // 2^50 - 1, below Redis TIME in µs
+    const next = await s.client.lock(name).acquire();
+    assert.is(String(next.fencingToken), await s.f.admin.get(`relock:{${name}}:fence`));
     assert.ok(next.fencingToken > 1125899906842623);
     await next.release();
   });
 
   it('leaves the fence key with an expiry', async () => {
     const name = uniqueName();
-    await (await client.lock(name).acquire()).release();
-    const ttl = await f.admin.pttl(`relock:{${name}}:fence`);
+    await (await s.client.lock(name).acquire()).release();
+    const ttl = await s.f.admin.pttl(`relock:{${name}}:fence`);
     assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `fence ttl ${ttl}`);
   });
 });
 
 describe('Lease#run', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('rejects a non-function with a TypeError naming fn', async () => {
-    const lease = await client.lock(uniqueName()).acquire();
+    const lease = await s.client.lock(uniqueName()).acquire();
     const error = await rejects(lease.run('not a function' as never));
     assert.instance(error, TypeError);
     assert.ok(error.message.includes('`fn`'), error.message);

@@ -2,67 +2,60 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import { LockClient, LockNotHeldError, LockTimeoutError } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats, fixture, sleep, type Fixture } from '../helpers/fixture.ts';
+import { commandStats, setup, sleep } from '../helpers/fixture.ts';
 
-let f: Fixture;
-let client: LockClient;
-let other: LockClient;
+
 
 async function pubsubClients(admin: Redis): Promise<number> {
   return String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter(Boolean).length;
 }
 
 describe('Waiting', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-    other = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('rejects with the reason of a signal aborted before the call, without I/O', async () => {
     const controller = new AbortController();
     controller.abort(new Error('not needed any more'));
-    const before = await commandStats(f.admin);
-    const error = await rejects(client.lock(uniqueName()).acquire({ signal: controller.signal }));
+    const before = await commandStats(s.f.admin);
+    const error = await rejects(s.client.lock(uniqueName()).acquire({ signal: controller.signal }));
     assert.is(error.message, 'not needed any more');
-    const after = await commandStats(f.admin);
+    const after = await commandStats(s.f.admin);
     assert.is(after.evalsha ?? 0, before.evalsha ?? 0);
   });
 
   it('rejects with the signal reason when aborted during a wait, and leaves the queue', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire();
+    const held = await s.other.lock(name).acquire();
     const controller = new AbortController();
-    const waiting = client.lock(name).acquire({ signal: controller.signal });
-    await eventually(() => client.waiting === 1, 'queued');
+    const waiting = s.client.lock(name).acquire({ signal: controller.signal });
+    await eventually(() => s.client.waiting === 1, 'queued');
     controller.abort();
     const error = await rejects(waiting);
     assert.is(error.name, 'AbortError');
-    assert.is(client.waiting, 0);
+    assert.is(s.client.waiting, 0);
     await held.release();
-    assert.not.ok(await client.lock(name).isLocked(), 'the aborted waiter took nothing');
+    assert.not.ok(await s.client.lock(name).isLocked(), 'the aborted waiter took nothing');
   });
 
   it('wakes one of 40 waiters per release, and only the head tries', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire();
+    const held = await s.other.lock(name).acquire();
     const acquired: number[] = [];
     const leases = Array.from({ length: 40 }, (_, i) =>
-      client
+      s.client
         .lock(name)
         .acquire()
         .then((lease) => (acquired.push(i), lease)),
     );
-    await eventually(() => client.waiting === 40, '40 queued');
+    await eventually(() => s.client.waiting === 40, '40 queued');
     await sleep(50);
-    const before = await commandStats(f.admin);
+    const before = await commandStats(s.f.admin);
     await held.release();
     await eventually(() => acquired.length === 1, 'one waiter acquires');
     await sleep(200);
-    const after = await commandStats(f.admin);
+    const after = await commandStats(s.f.admin);
     assert.is(acquired.length, 1);
-    assert.is(client.waiting, 39);
+    assert.is(s.client.waiting, 39);
     // The release itself and one acquire attempt, by the head.
     assert.is((after.evalsha ?? 0) - (before.evalsha ?? 0), 2);
     assert.is(acquired[0], 0, 'first come, first served');
@@ -79,26 +72,26 @@ describe('Waiting', (it) => {
 
   it('uses one subscriber connection for 100 locks with waiters, and drops the subscriptions after', async () => {
     const names = Array.from({ length: 100 }, () => uniqueName());
-    const holder = f.client();
-    const waiter = f.client();
+    const holder = s.f.client();
+    const waiter = s.f.client();
     const held = await Promise.all(names.map((name) => holder.lock(name).acquire()));
-    const before = await pubsubClients(f.admin);
+    const before = await pubsubClients(s.f.admin);
     const waits = names.map((name) => waiter.lock(name).acquire());
     await eventually(() => waiter.waiting === 100, '100 waiters');
-    assert.is((await pubsubClients(f.admin)) - before, 1);
-    const channels = (await f.admin.pubsub('CHANNELS', 'relock:*')) as string[];
+    assert.is((await pubsubClients(s.f.admin)) - before, 1);
+    const channels = (await s.f.admin.pubsub('CHANNELS', 'relock:*')) as string[];
     assert.ok(names.every((name) => channels.includes(`relock:{${name}}:released`)));
     await Promise.all(held.map((lease) => lease.release()));
     await Promise.all((await Promise.all(waits)).map((lease) => lease.release()));
-    await eventually(async () => ((await f.admin.pubsub('NUMSUB', `relock:{${names[0]}}:released`)) as unknown[])[1] === 0, 'unsubscribed');
+    await eventually(async () => ((await s.f.admin.pubsub('NUMSUB', `relock:{${names[0]}}:released`)) as unknown[])[1] === 0, 'unsubscribed');
   });
 
   it('retries at once when the pub/sub connection is killed right before a release', async () => {
     const name = uniqueName();
-    const held = await other.lock(name).acquire(); // 30 s lease: only a retry can make this quick
-    const waiting = client.lock(name).acquire();
-    await eventually(() => client.waiting === 1, 'queued');
-    await f.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    const held = await s.other.lock(name).acquire(); // 30 s lease: only a retry can make this quick
+    const waiting = s.client.lock(name).acquire();
+    await eventually(() => s.client.waiting === 1, 'queued');
+    await s.f.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     await held.release(); // published while the subscriber is down: lost
     await (await within(waiting, 5_000, 'the waiter after the subscriber came back')).release();
   });
@@ -106,7 +99,7 @@ describe('Waiting', (it) => {
   it('lets several clients do a racy read-modify-write with no overlap', async () => {
     const name = uniqueName();
     const counter = `counter:${name}`;
-    const clients = [f.client(), f.client(), f.client(), f.client()];
+    const clients = [s.f.client(), s.f.client(), s.f.client(), s.f.client()];
     let inside = 0;
     let overlaps = 0;
     let lastToken = 0;
@@ -119,9 +112,9 @@ describe('Waiting', (it) => {
               if (++inside > 1) overlaps++;
               if (lease.fencingToken <= lastToken) tokenOrderBroken = true;
               lastToken = lease.fencingToken;
-              const value = Number((await f.admin.get(counter)) ?? 0);
+              const value = Number((await s.f.admin.get(counter)) ?? 0);
               await sleep(Math.random() * 2);
-              await f.admin.set(counter, value + 1);
+              await s.f.admin.set(counter, value + 1);
               inside--;
             });
           }
@@ -130,51 +123,47 @@ describe('Waiting', (it) => {
     );
     assert.is(overlaps, 0);
     assert.not.ok(tokenOrderBroken);
-    assert.is(await f.admin.get(counter), '200');
+    assert.is(await s.f.admin.get(counter), '200');
   });
 
   it('survives SCRIPT FLUSH between calls by falling back to EVAL once', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     await (await lock.acquire()).release();
-    await f.admin.script('FLUSH');
-    const before = await commandStats(f.admin);
+    await s.f.admin.script('FLUSH');
+    const before = await commandStats(s.f.admin);
     const lease = await lock.acquire();
     await lease.release();
     await lease.run(() => undefined);
-    const after = await commandStats(f.admin);
+    const after = await commandStats(s.f.admin);
     assert.is((after.eval ?? 0) - (before.eval ?? 0), 2, 'acquire and release each reloaded once');
     const again = await lock.acquire();
     await again.release();
-    const last = await commandStats(f.admin);
+    const last = await commandStats(s.f.admin);
     assert.is(last.eval ?? 0, after.eval ?? 0, 'then EVALSHA only');
   });
 });
 
 describe('LockClient#close', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    other = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('rejects pending waits with an AbortError, stops renewals, and is idempotent', async () => {
-    const c = f.client({ leaseMs: 500 });
+    const c = s.f.client({ leaseMs: 500 });
     const name = uniqueName();
-    const held = await other.lock(name).acquire();
+    const held = await s.other.lock(name).acquire();
     const mine = await c.lock(uniqueName()).acquire();
     const waits = [rejects(c.lock(name).acquire()), rejects(c.lock(name).acquire({ waitMs: 60_000 }))];
     await eventually(() => c.waiting === 2, 'queued');
     await Promise.all([c.close(), c.close()]);
     for (const wait of waits) assert.is((await wait).name, 'AbortError');
     assert.ok(mine.signal.aborted, 'held leases learn they are no longer renewed');
-    await eventually(async () => !(await other.lock(mine.name).isLocked()), 'the unrenewed lock expires', 2_000);
+    await eventually(async () => !(await s.other.lock(mine.name).isLocked()), 'the unrenewed lock expires', 2_000);
     assert.is((await rejects(c.lock(name).acquire())).name, 'AbortError');
     assert.ok(c.closed);
     await held.release();
   });
 
   it('leaves a Redis client passed in open, and creates one subscriber from it', async () => {
-    const redis = new Redis(f.server.url);
+    const redis = new Redis(s.f.server.url);
     const c = new LockClient({ redis });
     const lease = await c.lock(uniqueName()).acquire();
     await lease.release();
@@ -184,26 +173,20 @@ describe('LockClient#close', (it) => {
   });
 
   it('accepts ioredis options', async () => {
-    const c = new LockClient({ redis: { host: f.server.host, port: f.server.port } });
+    const c = new LockClient({ redis: { host: s.f.server.host, port: s.f.server.port } });
     await (await c.lock(uniqueName()).acquire()).release();
     await c.close();
   });
 });
 
 describe('Unreachable Redis', (it) => {
-  it.before(async () => {
-    f = await fixture({ private: true });
-    other = f.client();
-  });
-  it.after(async () => {
-    await f.close();
-  });
+  const s = setup(it, {}, {}, { private: true });
 
   it('bounds the wait by waitMs while the server does not answer, and releases a late success', async () => {
-    const c = f.client();
+    const c = s.f.client();
     const name = uniqueName();
     await c.lock(uniqueName()).isLocked(); // connected
-    const pid = Number((await f.admin.info('server')).match(/process_id:(\d+)/)![1]);
+    const pid = Number((await s.f.admin.info('server')).match(/process_id:(\d+)/)![1]);
     process.kill(pid, 'SIGSTOP');
     try {
       const started = performance.now();
@@ -216,22 +199,22 @@ describe('Unreachable Redis', (it) => {
     }
     // The attempt was queued in the socket; it goes through now and is given back at once.
     await eventually(
-      async () => ((await commandStats(f.admin)).evalsha ?? 0) >= 2 && (await f.admin.exists(`relock:{${name}}`)) === 0,
+      async () => ((await commandStats(s.f.admin)).evalsha ?? 0) >= 2 && (await s.f.admin.exists(`relock:{${name}}`)) === 0,
       'the late attempt ran and was released: no phantom hold',
       3_000,
     );
-    const lease = await other.lock(name).acquire({ waitMs: 0 });
+    const lease = await s.other.lock(name).acquire({ waitMs: 0 });
     await lease.release();
   });
 
   it('treats a release that ioredis resent after a reconnect as done', async () => {
-    const redis = new Redis(f.server.url);
+    const redis = new Redis(s.f.server.url);
     redis.on('error', () => undefined);
     const c = new LockClient({ redis });
     const name = uniqueName();
     const outer = await c.lock(name).acquire();
     const inner = await outer.run(() => c.lock(name).acquire());
-    const pid = Number((await f.admin.info('server')).match(/process_id:(\d+)/)![1]);
+    const pid = Number((await s.f.admin.info('server')).match(/process_id:(\d+)/)![1]);
     for (const lease of [inner, outer]) {
       process.kill(pid, 'SIGSTOP');
       const releasing = lease.release();
@@ -241,7 +224,7 @@ describe('Unreachable Redis', (it) => {
       process.kill(pid, 'SIGCONT');
       await within(releasing, 5_000, 'the resent release');
     }
-    assert.not.ok(await other.lock(name).isLocked());
+    assert.not.ok(await s.other.lock(name).isLocked());
     assert.instance(await rejects(outer.release()), LockNotHeldError);
     await c.close();
     redis.disconnect();
@@ -249,19 +232,15 @@ describe('Unreachable Redis', (it) => {
 });
 
 describe('Round trips', (it) => {
-  it.before(async () => {
-    f = await fixture();
-    client = f.client();
-  });
-  it.after(() => f.close());
+  const s = setup(it);
 
   it('takes two commands per uncontended acquire + release: one EVALSHA each', async () => {
-    const lock = client.lock(uniqueName());
+    const lock = s.client.lock(uniqueName());
     await (await lock.acquire()).release(); // the first acquire also checks maxmemory-policy, once
-    await f.admin.config('RESETSTAT');
+    await s.f.admin.config('RESETSTAT');
     const rounds = 100;
     for (let i = 0; i < rounds; i++) await (await lock.acquire()).release();
-    const stats = await commandStats(f.admin);
+    const stats = await commandStats(s.f.admin);
     const topLevel = Object.entries(stats).filter(([command]) => !command.startsWith('config') && !['info', 'hset', 'hget', 'pexpire', 'pttl', 'time', 'get', 'set', 'del', 'publish', 'incr'].includes(command));
     assert.equal(Object.fromEntries(topLevel), { evalsha: 2 * rounds });
     // Inside the scripts: acquire PTTL HSET PEXPIRE TIME GET SET; release HGET DEL PUBLISH.
