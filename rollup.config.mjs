@@ -16,7 +16,8 @@ export default [
     plugins: [esbuild({ target: 'node20', tsconfig: 'tsconfig.json' })],
     output: [
       { file: 'dist/index.mjs', format: 'es' },
-      { file: 'dist/index.cjs', format: 'cjs', exports: 'named' },
+      // interop 'auto': require() of an ESM-only dependency (p-timeout) gives its namespace object.
+      { file: 'dist/index.cjs', format: 'cjs', exports: 'named', interop: 'auto' },
     ],
   },
   {

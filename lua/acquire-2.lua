@@ -6,7 +6,8 @@
     KEYS[2] fence key: string, the last fencing token issued for this lock
     ARGV[1] owner field: "<clientId>:<contextId>"
     ARGV[2] lease in milliseconds: the PEXPIRE of a first acquisition; a re-entry
-            only ever lengthens the remaining lease to it (0 leaves it alone)
+            only ever lengthens a remaining lease to it (0, or a key without expiry,
+            is left alone)
     ARGV[3] the hold count the caller believes it has (0 for a first acquisition)
     ARGV[4] time to live of the fence key in milliseconds
 
@@ -22,6 +23,8 @@
     {n, 0}      re-entered: n > 1 is the owner's hold count now
     {1, token}  also when a retried first acquisition finds it already went
                 through (count 1 while the caller believed 0): the last token
+    error       when the fence key holds a non-number (or, from Redis, WRONGTYPE when
+                either key holds another type); nothing is written then
 ]]
 local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs, believed, fenceTtlMs = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
@@ -40,7 +43,8 @@ if pttl ~= -2 then
   if count == believed then
     count = rcall('HINCRBY', lockKey, owner, 1)
   end
-  if tonumber(leaseMs) > pttl then
+  -- Only ever lengthen, and never give an expiry to a key that has none (-1).
+  if pttl >= 0 and tonumber(leaseMs) > pttl then
     rcall('PEXPIRE', lockKey, leaseMs)
   end
   if believed == 0 and count == 1 then
@@ -53,12 +57,16 @@ if believed > 0 then
   return {0, -2}
 end
 
-rcall('HSET', lockKey, owner, 1)
-rcall('PEXPIRE', lockKey, leaseMs)
-
+-- Read and check the fence before any write: a script that fails half-way is not rolled back.
+local last = tonumber(rcall('GET', fenceKey) or '0')
+if not last then
+  return redis.error_reply('ERR the fence key of this lock holds a value that is not a number')
+end
 local time = rcall('TIME')
 local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local last = tonumber(rcall('GET', fenceKey) or '0')
+
+rcall('HSET', lockKey, owner, 1)
+rcall('PEXPIRE', lockKey, leaseMs)
 if last < nowUs then
   local token = time[1] .. string.format('%06d', tonumber(time[2]))
   rcall('SET', fenceKey, token, 'PX', fenceTtlMs)

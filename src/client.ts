@@ -66,7 +66,8 @@ export class LockClient extends EventEmitter {
     const redis = checkRedis(o.redis);
     this.prefix = checkPrefix(o.prefix);
     this.leaseMs = checkMs('leaseMs', o.leaseMs, 3) ?? DEFAULTS.leaseMs;
-    const fenceTtlMs = checkMs('fenceTtlMs', o.fenceTtlMs, 1) ?? DEFAULTS.fenceTtlMs;
+    // Not a timer: a fence key may outlive its last acquisition by up to a year.
+    const fenceTtlMs = checkMs('fenceTtlMs', o.fenceTtlMs, 1, 366 * 24 * 3_600_000) ?? DEFAULTS.fenceTtlMs;
 
     this.#owned = !isRedisClient(redis);
     this.#redis = isRedisClient(redis) ? redis : this.#own(this.#open(redis));

@@ -216,7 +216,13 @@ export class LockImpl implements Lock {
       await lease.release().catch(() => undefined);
       throw lease.signal.reason;
     }
-    await lease.release();
+    try {
+      await lease.release();
+    } catch (error) {
+      // Gone by the time fn finished, unnoticed until now: the hold ended while fn ran.
+      if (!(error instanceof LockNotHeldError)) throw error;
+      throw new LockLostError(`Lock "${this.name}" was lost while its callback ran`, { cause: error, lockName: this.name });
+    }
     return result;
   }
 
@@ -336,9 +342,8 @@ export class LockImpl implements Lock {
         throw error;
       }
       hold.count = reply.count;
-      if (leaseMs !== undefined && !hold.renewable && sentAt + leaseMs > hold.deadline) {
-        this.#host.watchdog.leaseFrom(hold, sentAt, leaseMs);
-      }
+      // The script only ever lengthens a fixed lease; so does the local deadline.
+      if (leaseMs !== undefined && !hold.renewable) this.#host.watchdog.lengthen(hold, sentAt, leaseMs);
       return new LeaseImpl(this, hold, reply.count);
     });
   }
@@ -348,7 +353,6 @@ export class LockImpl implements Lock {
     const { subscriber, queues, watchdog } = this.#host;
     const channel = this.#keys.channel;
     const hold = new Hold(this.name, this.#keys, this.#host.id, leaseMs === undefined);
-    if (hold.renewable) watchdog.add(hold);
     let subscribed = false;
     let waiter: Waiter | undefined;
     let acquired = false;
@@ -386,9 +390,13 @@ export class LockImpl implements Lock {
   async #attempt(hold: Hold, leaseMs: number | undefined, stop: AbortSignal): Promise<Attempt> {
     const { commands, watchdog } = this.#host;
     const lease = leaseMs ?? this.#host.leaseMs;
+    // Renewal is registered before the acquire is sent, and only while an attempt is out: a waiter
+    // between attempts holds nothing to renew.
+    if (hold.renewable) watchdog.add(hold);
     const sentAt = performance.now();
     const reply = await commands.acquire(this.#keys, hold.owner, lease, 0, this.#host.fenceTtlMs);
     if (!reply.acquired) {
+      watchdog.delete(hold);
       stop.throwIfAborted();
       return { pttl: reply.pttl };
     }

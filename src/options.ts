@@ -162,12 +162,12 @@ export function checkOptions(where: string, options: unknown, keys: readonly str
   return options as Record<string, unknown>;
 }
 
-/** A whole number of milliseconds in [min, MAX_TIMER_MS], or undefined when absent. */
-export function checkMs(name: string, value: unknown, min: number): number | undefined {
+/** A whole number of milliseconds in [min, max], or undefined when absent. */
+export function checkMs(name: string, value: unknown, min: number, max = MAX_TIMER_MS): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'number') expected(name, 'a number of milliseconds', value, TypeError);
-  if (!Number.isInteger(value) || value < min || value > MAX_TIMER_MS) {
-    expected(name, `a whole number of milliseconds from ${min} to ${MAX_TIMER_MS}`, value, RangeError);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    expected(name, `a whole number of milliseconds from ${min} to ${max}`, value, RangeError);
   }
   return value;
 }

@@ -22,10 +22,14 @@ function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** A WRONGTYPE from Redis means the user's key space holds something else under the lock's key. */
-function wrap(error: unknown, key: string): unknown {
-  if (!errorMessage(error).startsWith('WRONGTYPE')) return error;
-  return new LockError(`Redis key "${key}" holds a value that is not a relock lock (WRONGTYPE); relock left it untouched`, {
+/**
+ * A WRONGTYPE from Redis means the key space holds something else under a lock's keys (Redis 7
+ * starts the message with it, older servers wrap script errors around it). Scripts check before
+ * they write, so nothing was changed.
+ */
+function wrap(error: unknown, keys: LockKeys | undefined): unknown {
+  if (!keys || !errorMessage(error).includes('WRONGTYPE')) return error;
+  return new LockError(`Redis key "${keys.lock}" or "${keys.fence}" holds a value that is not relock's (WRONGTYPE); relock left it untouched`, {
     cause: error,
   });
 }
@@ -45,21 +49,21 @@ export class Commands {
     this.#redis = redis;
   }
 
-  async #run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  async #run(script: Script, keys: readonly string[], args: readonly (string | number)[], lock?: LockKeys): Promise<unknown> {
     try {
       try {
         return await this.#redis.evalsha(script.sha1, keys.length, ...keys, ...args);
       } catch (error) {
-        if (!errorMessage(error).startsWith('NOSCRIPT')) throw error;
+        if (!errorMessage(error).includes('NOSCRIPT')) throw error;
         return await this.#redis.eval(script.source, keys.length, ...keys, ...args);
       }
     } catch (error) {
-      throw wrap(error, keys[0] ?? '');
+      throw wrap(error, lock);
     }
   }
 
   async acquire(keys: LockKeys, owner: string, leaseMs: number, believed: number, fenceTtlMs: number): Promise<AcquireReply> {
-    const reply = (await this.#run(acquire, [keys.lock, keys.fence], [owner, leaseMs, believed, fenceTtlMs])) as [number, number | string];
+    const reply = (await this.#run(acquire, [keys.lock, keys.fence], [owner, leaseMs, believed, fenceTtlMs], keys)) as [number, number | string];
     const [count, value] = reply;
     if (count === 0) return { acquired: false, pttl: Number(value) };
     return { acquired: true, count, token: count === 1 ? toToken(value, keys.lock) : 0 };
@@ -67,7 +71,7 @@ export class Commands {
 
   /** The owner's hold count after the release, or -1 when the owner held nothing. */
   async release(keys: LockKeys, owner: string, believed: number): Promise<number> {
-    return Number(await this.#run(release, [keys.lock, keys.channel], [owner, believed, PUBLISH, 'release']));
+    return Number(await this.#run(release, [keys.lock, keys.channel], [owner, believed, PUBLISH, 'release'], keys));
   }
 
   /** One flag per hold, in order: true where the owner still held the lock and its lease was renewed. */
@@ -98,7 +102,7 @@ export class Commands {
     try {
       return Number((await this.#redis.hget(keys.lock, owner)) ?? 0);
     } catch (error) {
-      throw wrap(error, keys.lock);
+      throw wrap(error, keys);
     }
   }
 }

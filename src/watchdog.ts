@@ -65,6 +65,12 @@ export class Watchdog {
     this.add(hold);
   }
 
+  /** Moves a fixed lease's deadline later, never earlier (a nested acquire with a longer lease). */
+  lengthen(hold: Watched, sentAt: number, leaseMs: number): void {
+    hold.deadline = Math.max(hold.deadline, sentAt + leaseMs - marginMs(leaseMs));
+    this.#schedule();
+  }
+
   /** Stops renewing the hold but keeps its deadline: it ends as a fixed lease would. */
   stopRenewing(hold: Watched): void {
     hold.renewable = false;

@@ -1,7 +1,7 @@
 import * as assert from 'uvu/assert';
 import { LockClient, LockLostError, LockNotHeldError, LockTimeoutError, type Lease } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { setup, sleep } from '../helpers/fixture.ts';
+import { commandStats, setup, sleep } from '../helpers/fixture.ts';
 
 
 
@@ -388,5 +388,71 @@ describe('Lease#run', (it) => {
     assert.instance(error, TypeError);
     assert.ok(error.message.includes('`fn`'), error.message);
     await lease.release();
+  });
+});
+
+describe('Edge cases of re-entry and release', (it) => {
+  const s = setup(it);
+
+  it('never shortens a fixed lease, on Redis or locally, when a nested acquire asks for less', async () => {
+    const lock = s.client.lock(uniqueName());
+    const outer = await lock.acquire({ leaseMs: 1_000 });
+    const nested = await outer.run(() => lock.acquire({ leaseMs: 200 }));
+    await sleep(500);
+    assert.not.ok(outer.signal.aborted, 'the outer 1000 ms lease still stands at 500 ms');
+    assert.ok((await lock.remainingTtlMs())! > 300);
+    await eventually(() => outer.signal.aborted, 'the outer lease ends (its signal just before Redis)', 2_000);
+    await eventually(async () => !(await lock.isLocked()), 'the key expires on Redis', 1_000);
+    assert.instance(await rejects(nested.release()), LockNotHeldError);
+  });
+
+  it('does not give an expiry to a held key whose expiry was removed', async () => {
+    const lock = s.client.lock(uniqueName());
+    await lock.runExclusive(async () => {
+      await s.f.admin.persist(`relock:{${lock.name}}`);
+      const nested = await lock.acquire();
+      assert.is(await lock.remainingTtlMs(), Number.POSITIVE_INFINITY);
+      await nested.release();
+      assert.ok(await lock.isLocked());
+    });
+    assert.not.ok(await lock.isLocked());
+  });
+
+  it('reports a hold lost unnoticed until its final release as LockLostError from runExclusive', async () => {
+    const lock = s.client.lock(uniqueName());
+    const error = await rejects(
+      lock.runExclusive(async () => {
+        await s.f.admin.del(`relock:{${lock.name}}`); // the watchdog renews only every 10 s
+      }),
+    );
+    assert.instance(error, LockLostError);
+    assert.instance(error.cause, LockNotHeldError);
+  });
+
+  it('refuses a fence key of the wrong type before writing anything', async () => {
+    for (const arrange of [
+      (key: string) => s.f.admin.hset(key, 'a', 1),
+      (key: string) => s.f.admin.set(key, 'not a number'),
+    ]) {
+      const lock = s.client.lock(uniqueName());
+      await arrange(`relock:{${lock.name}}:fence`);
+      const error = await rejects(lock.acquire());
+      assert.ok(/WRONGTYPE|not a number/.test(error.message), error.message);
+      assert.not.ok(await lock.isLocked(), 'no hold was left behind');
+    }
+  });
+
+  it('renews only holds, not acquires that are waiting', async () => {
+    const name = uniqueName();
+    const fast = s.f.client({ leaseMs: 300 });
+    const held = await s.other.lock(name).acquire();
+    const waits = Array.from({ length: 30 }, () => rejects(fast.lock(name).acquire({ waitMs: 1_500 })));
+    await eventually(() => fast.waiting === 30, 'queued');
+    const before = (await commandStats(s.f.admin)).hexists ?? 0;
+    await sleep(1_000); // ten renewal periods of the waiting client
+    const after = (await commandStats(s.f.admin)).hexists ?? 0;
+    assert.ok(after - before < 5, `${after - before} renewals sent for waiters`);
+    await Promise.all(waits);
+    await held.release();
   });
 });
