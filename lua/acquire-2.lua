@@ -23,8 +23,8 @@
     {n, 0}      re-entered: n > 1 is the owner's hold count now
     {1, token}  also when a retried first acquisition finds it already went
                 through (count 1 while the caller believed 0): the last token
-    error       when the fence key holds a non-number (or, from Redis, WRONGTYPE when
-                either key holds another type); nothing is written then
+    error       WRONGTYPE when either key holds another type, or the fence key a
+                string that is not a number; nothing is written then
 ]]
 local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs, believed, fenceTtlMs = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
@@ -60,7 +60,7 @@ end
 -- Read and check the fence before any write: a script that fails half-way is not rolled back.
 local last = tonumber(rcall('GET', fenceKey) or '0')
 if not last then
-  return redis.error_reply('ERR the fence key of this lock holds a value that is not a number')
+  return redis.error_reply('WRONGTYPE the fence key holds a string that is not a number')
 end
 local time = rcall('TIME')
 local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])

@@ -10,13 +10,19 @@
   Output: an integer
     1  the lock existed and was deleted; the channel was published
     0  nothing was locked; nothing was published
+    error  WRONGTYPE when the key holds something that is not a lock hash; it is left alone
 ]]
 local lockKey, channel = KEYS[1], KEYS[2]
 local publishCommand, message = ARGV[1], ARGV[2]
 local rcall = redis.call
 
-if rcall('DEL', lockKey) == 0 then
+local kind = rcall('TYPE', lockKey)['ok']
+if kind == 'none' then
   return 0
 end
+if kind ~= 'hash' then
+  return redis.error_reply('WRONGTYPE the key holds a ' .. kind .. ', not a lock hash')
+end
+rcall('DEL', lockKey)
 rcall(publishCommand, channel, message)
 return 1

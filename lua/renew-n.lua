@@ -8,14 +8,15 @@
 
   Output: an array of n integers, one per key in order
     1  renewed
-    0  the owner no longer holds that lock (expired, force-unlocked, released)
+    0  the owner no longer holds that lock (expired, force-unlocked, released, or
+       the key now holds another type: that one key never fails the whole batch)
 ]]
 local leaseMs = ARGV[1]
 local rcall = redis.call
 local renewed = {}
 
 for i, lockKey in ipairs(KEYS) do
-  if rcall('HEXISTS', lockKey, ARGV[i + 1]) == 1 then
+  if redis.pcall('HEXISTS', lockKey, ARGV[i + 1]) == 1 then
     rcall('PEXPIRE', lockKey, leaseMs)
     renewed[i] = 1
   else

@@ -8,7 +8,7 @@ import { LockLostError, LockNotHeldError, LockTimeoutError } from './errors.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs } from './options.ts';
 import type { AcquireOptions, TryAcquireOptions } from './options.ts';
-import type { Commands } from './scripts.ts';
+import type { AcquireReply, Commands } from './scripts.ts';
 import type { Subscriber } from './subscriber.ts';
 import { Waiter, type WaitQueues } from './waiters.ts';
 import type { Watched, Watchdog } from './watchdog.ts';
@@ -271,11 +271,13 @@ export class LockImpl implements Lock {
       watchdog.stopRenewing(hold);
       if (!hold.controller.signal.aborted) await watchdog.settled();
     }
+    const lostBefore = hold.controller.signal.aborted;
     const drops = this.#host.drops();
     let left = await commands.release(this.#keys, hold.owner, believed);
-    if (left === -1 && last && this.#host.drops() !== drops) {
+    if (left === -1 && last && !lostBefore && this.#host.drops() !== drops) {
       // The connection dropped while the release was out and ioredis sent it again: the first
-      // attempt went through, so the retry found nothing. The lock is released.
+      // attempt went through, so the retry found nothing. The lock is released. (Not for a hold
+      // already signalled lost: that one was gone before the release was sent.)
       left = 0;
     }
     if (left === -1) {
@@ -350,16 +352,15 @@ export class LockImpl implements Lock {
 
   /** The first acquisition of a fresh context: try, then subscribe, queue, and sleep between tries. */
   async #wait(waitMs: number, leaseMs: number | undefined, stop: AbortSignal): Promise<Lease> {
-    const { subscriber, queues, watchdog } = this.#host;
+    const { subscriber, queues } = this.#host;
     const channel = this.#keys.channel;
-    const hold = new Hold(this.name, this.#keys, this.#host.id, leaseMs === undefined);
     let subscribed = false;
     let waiter: Waiter | undefined;
     let acquired = false;
     try {
       // Barge only when no local waiter is queued for this lock (or when trying once).
       if (waitMs === 0 || queues.isEmpty(channel)) {
-        const attempt = await this.#attempt(hold, leaseMs, stop);
+        const attempt = await this.#attempt(leaseMs, stop);
         if ('lease' in attempt) return ((acquired = true), attempt.lease);
         if (waitMs === 0) throw this.#timeout(0);
       }
@@ -372,7 +373,7 @@ export class LockImpl implements Lock {
       let pttl = this.#host.leaseMs;
       for (;;) {
         if (tryNow) {
-          const attempt = await this.#attempt(hold, leaseMs, stop);
+          const attempt = await this.#attempt(leaseMs, stop);
           if ('lease' in attempt) return ((acquired = true), attempt.lease);
           pttl = attempt.pttl;
         }
@@ -381,20 +382,27 @@ export class LockImpl implements Lock {
         tryNow = true;
       }
     } finally {
-      if (!acquired) watchdog.delete(hold);
       if (waiter) queues.leave(channel, waiter, acquired);
       if (subscribed) subscriber.unsubscribe(channel);
     }
   }
 
-  async #attempt(hold: Hold, leaseMs: number | undefined, stop: AbortSignal): Promise<Attempt> {
+  /** One acquire script call for a fresh hold (a new context id each time). */
+  async #attempt(leaseMs: number | undefined, stop: AbortSignal): Promise<Attempt> {
     const { commands, watchdog } = this.#host;
     const lease = leaseMs ?? this.#host.leaseMs;
+    const hold = new Hold(this.name, this.#keys, this.#host.id, leaseMs === undefined);
     // Renewal is registered before the acquire is sent, and only while an attempt is out: a waiter
     // between attempts holds nothing to renew.
     if (hold.renewable) watchdog.add(hold);
     const sentAt = performance.now();
-    const reply = await commands.acquire(this.#keys, hold.owner, lease, 0, this.#host.fenceTtlMs);
+    let reply: AcquireReply;
+    try {
+      reply = await commands.acquire(this.#keys, hold.owner, lease, 0, this.#host.fenceTtlMs);
+    } catch (error) {
+      watchdog.delete(hold);
+      throw error;
+    }
     if (!reply.acquired) {
       watchdog.delete(hold);
       stop.throwIfAborted();
@@ -404,10 +412,12 @@ export class LockImpl implements Lock {
     hold.token = reply.token;
     hold.held = true;
     watchdog.leaseFrom(hold, sentAt, lease);
-    if (stop.aborted) {
-      // The wait gave up while this attempt was out, and it went through: no phantom hold.
+    if (stop.aborted || performance.now() >= hold.deadline) {
+      // Given back: the wait gave up while this attempt was out (no phantom hold), or the reply came
+      // so late that the lease it began may be over already (never hand out a lost lease).
       hold.mutex.runExclusive(() => this.releaseHold(hold)).catch(() => undefined);
-      throw stop.reason;
+      stop.throwIfAborted();
+      return { pttl: 0 };
     }
     return { lease: new LeaseImpl(this, hold, hold.count) };
   }

@@ -18,9 +18,8 @@ export interface RedisClient {
   readonly status?: string;
   evalsha(...args: any[]): Promise<unknown>;
   eval(...args: any[]): Promise<unknown>;
-  exists(...args: any[]): Promise<number>;
+  type(...args: any[]): Promise<string>;
   hget(...args: any[]): Promise<string | null>;
-  hexists(...args: any[]): Promise<number>;
   pttl(...args: any[]): Promise<number>;
   duplicate(...args: any[]): unknown;
   subscribe(...args: any[]): Promise<unknown>;
@@ -133,6 +132,7 @@ function show(value: unknown): string {
   const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
   let text: string;
   if (typeof value === 'string') text = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  else if (typeof value === 'bigint') text = `${value}n`;
   else if (typeof value !== 'object' || value === null) text = String(value);
   else {
     try {

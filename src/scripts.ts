@@ -85,17 +85,21 @@ export class Commands {
   }
 
   async forceRelease(keys: LockKeys): Promise<boolean> {
-    return (await this.#run(forceRelease, [keys.lock, keys.channel], [PUBLISH, 'force'])) === 1;
+    return (await this.#run(forceRelease, [keys.lock, keys.channel], [PUBLISH, 'force'], keys)) === 1;
   }
 
+  /** Whether the lock key holds a lock; a key of another type is an error, not a lock. */
   async isLocked(keys: LockKeys): Promise<boolean> {
-    return (await this.#redis.exists(keys.lock)) === 1;
+    const kind = await this.#redis.type(keys.lock);
+    if (kind === 'none' || kind === 'hash') return kind === 'hash';
+    throw wrap(new Error(`WRONGTYPE the key holds a ${kind}`), keys);
   }
 
   /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */
   async remainingTtlMs(keys: LockKeys): Promise<number | null> {
-    const pttl = await this.#redis.pttl(keys.lock);
-    return pttl === -2 ? null : pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
+    const [locked, pttl] = await Promise.all([this.isLocked(keys), this.#redis.pttl(keys.lock)]);
+    if (!locked || pttl === -2) return null;
+    return pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
   }
 
   async holdCount(keys: LockKeys, owner: string): Promise<number> {

@@ -231,6 +231,48 @@ describe('Unreachable Redis', (it) => {
   });
 });
 
+describe('Unreachable Redis, more', (it) => {
+  const s = setup(it, {}, {}, { private: true });
+  const pause = async () => {
+    const pid = Number((await s.f.admin.info('server')).match(/process_id:(\d+)/)![1]);
+    process.kill(pid, 'SIGSTOP');
+    return () => process.kill(pid, 'SIGCONT');
+  };
+
+  it('never hands out a lease whose reply came after the lease could have ended', async () => {
+    const c = s.f.client({ leaseMs: 300 });
+    const lock = c.lock(uniqueName());
+    await lock.isLocked(); // connected
+    const resume = await pause();
+    const acquiring = lock.acquire();
+    await sleep(400); // the first attempt's lease (300 ms from its sending) may be over when it answers
+    resume();
+    const lease = await within(acquiring, 5_000, 'acquire after the pause');
+    await sleep(100);
+    assert.not.ok(lease.signal.aborted, 'the lease handed out is live');
+    assert.ok((await lock.remainingTtlMs())! > 0);
+    assert.is(await s.f.admin.get(`relock:{${lock.name}}:fence`), String(lease.fencingToken));
+    await lease.release();
+  });
+
+  it('rejects the release of a hold signalled lost before it, even if the connection dropped meanwhile', async () => {
+    const redis = s.f.server.connect();
+    const c = new LockClient({ redis, leaseMs: 600 });
+    const lock = c.lock(uniqueName());
+    const lease = await lock.acquire();
+    await s.f.admin.del(`relock:{${lock.name}}`);
+    await eventually(() => lease.signal.aborted, 'loss signalled', 2_000);
+    const resume = await pause();
+    const releasing = rejects(lease.release());
+    await sleep(50);
+    (redis as unknown as { stream: { destroy(): void } }).stream.destroy(); // ioredis will resend it
+    await sleep(50);
+    resume();
+    assert.instance(await within(releasing, 5_000, 'release'), LockNotHeldError);
+    await c.close();
+  });
+});
+
 describe('Round trips', (it) => {
   const s = setup(it);
 
