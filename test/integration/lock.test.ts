@@ -442,6 +442,17 @@ describe('Edge cases of re-entry and release', (it) => {
     }
   });
 
+  it('keeps renewing every other hold when one lock key is overwritten with another type', async () => {
+    const fast = s.f.client({ leaseMs: 300 });
+    const [victim, ...rest] = await Promise.all(Array.from({ length: 3 }, () => fast.lock(uniqueName()).acquire()));
+    await s.f.admin.set(`relock:{${victim!.name}}`, 'overwritten');
+    await eventually(() => victim!.signal.aborted, 'the overwritten hold is lost', 2_000);
+    await sleep(900); // three lease lengths
+    assert.ok(rest.every((lease) => !lease.signal.aborted), 'the others are still renewed');
+    assert.is(await s.f.admin.get(`relock:{${victim!.name}}`), 'overwritten');
+    await Promise.all(rest.map((lease) => lease.release()));
+  });
+
   it('renews only holds, not acquires that are waiting', async () => {
     const name = uniqueName();
     const fast = s.f.client({ leaseMs: 300 });
