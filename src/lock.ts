@@ -103,7 +103,10 @@ export interface LockHost {
 /** One owner's hold on one lock: shared by the leases of its nested acquisitions. */
 class Hold implements Watched {
   readonly owner: string;
-  readonly controller = new AbortController();
+  /** Why the hold was lost, once it was. */
+  lost: LockLostError | undefined;
+  /** Made when someone first asks for the signal: most leases are released without anyone asking. */
+  #controller: AbortController | undefined;
   /** Serialises re-entries and releases, so each sends the count the one before left. */
   readonly mutex = new Mutex();
   count = 0;
@@ -121,7 +124,17 @@ class Hold implements Watched {
   }
 
   lose(error: LockLostError): void {
-    if (!this.controller.signal.aborted) this.controller.abort(error);
+    if (this.lost) return;
+    this.lost = error;
+    this.#controller?.abort(error);
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.lost) this.#controller.abort(this.lost);
+    }
+    return this.#controller.signal;
   }
 }
 
@@ -148,7 +161,12 @@ class LeaseImpl implements Lease {
   }
 
   get signal(): AbortSignal {
-    return this.#hold.controller.signal;
+    return this.#hold.signal;
+  }
+
+  /** Why the hold was lost, if it was: the signal's reason, without making a signal. */
+  get lost(): LockLostError | undefined {
+    return this.#hold.lost;
   }
 
   async release(): Promise<void> {
@@ -171,6 +189,15 @@ class LeaseImpl implements Lease {
   async [Symbol.asyncDispose](): Promise<void> {
     if (!this.#released) await this.release();
   }
+}
+
+/** The promise, or a rejection with the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 type Attempt = { readonly lease: Lease } | { readonly pttl: number };
@@ -204,7 +231,7 @@ export class LockImpl implements Lock {
 
   async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     checkFunction('fn', fn);
-    const lease = await this.acquire(options);
+    const lease = (await this.acquire(options)) as LeaseImpl;
     let result: T;
     try {
       result = await lease.run(() => fn(lease));
@@ -212,9 +239,9 @@ export class LockImpl implements Lock {
       await lease.release().catch(() => undefined);
       throw error;
     }
-    if (lease.signal.aborted) {
+    if (lease.lost) {
       await lease.release().catch(() => undefined);
-      throw lease.signal.reason;
+      throw lease.lost;
     }
     try {
       await lease.release();
@@ -269,9 +296,9 @@ export class LockImpl implements Lock {
       // Renewal is cancelled before the release is sent, and one in flight lands first. A lost hold
       // skips the wait: its renewal may hang on an unreachable Redis, and there is nothing to protect.
       watchdog.stopRenewing(hold);
-      if (!hold.controller.signal.aborted) await watchdog.settled();
+      if (!hold.lost) await watchdog.settled();
     }
-    const lostBefore = hold.controller.signal.aborted;
+    const lostBefore = hold.lost !== undefined;
     const drops = this.#host.drops();
     let left = await commands.release(this.#keys, hold.owner, believed);
     if (left === -1 && last && !lostBefore && this.#host.drops() !== drops) {
@@ -313,12 +340,17 @@ export class LockImpl implements Lock {
 
     const stop = new AbortController();
     const waiting = this.#wait(waitMs, leaseMs, stop.signal);
+    const cancel = signal ? AbortSignal.any([signal, closed]) : closed;
     try {
+      // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
+      // one without a finite wait, where only the signals can end it.
+      if (waitMs === 0 || waitMs === Number.POSITIVE_INFINITY) return await untilAborted(waiting, cancel);
       return await pTimeout(waiting, {
-        // waitMs 0 tries once: the attempt itself decides, there is no timer to race it.
-        milliseconds: waitMs === 0 ? Number.POSITIVE_INFINITY : waitMs,
-        message: this.#timeout(waitMs),
-        signal: signal ? AbortSignal.any([signal, closed]) : closed,
+        milliseconds: waitMs,
+        fallback: () => {
+          throw this.#timeout(waitMs);
+        },
+        signal: cancel,
       });
     } catch (error) {
       stop.abort(error);
@@ -333,7 +365,7 @@ export class LockImpl implements Lock {
 
   async #reenter(hold: Hold, leaseMs: number | undefined): Promise<Lease> {
     return hold.mutex.runExclusive(async () => {
-      hold.controller.signal.throwIfAborted();
+      if (hold.lost) throw hold.lost;
       if (hold.count === 0) throw this.#notHeld();
       const sentAt = performance.now();
       const reply = await this.#host.commands.acquire(this.#keys, hold.owner, leaseMs ?? 0, hold.count, this.#host.fenceTtlMs);

@@ -35,7 +35,10 @@ export class Watchdog {
   readonly #batch: number;
   readonly #onError: (error: Error) => void;
   readonly #holds = new Set<Watched>();
+  /** How many of #holds are renewable: the first one after none starts a renewal period. */
+  #renewables = 0;
   #timer: NodeJS.Timeout | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
   #nextRenewalAt = 0;
   #inFlight: Promise<void> | undefined;
   #stopped = false;
@@ -54,9 +57,11 @@ export class Watchdog {
   /** Starts watching a hold: renewable ones from now on (before their acquire is sent). */
   add(hold: Watched): void {
     if (this.#stopped) return;
-    if (hold.renewable && !this.#hasRenewable()) this.#nextRenewalAt = performance.now() + this.#leaseMs / 3;
-    this.#holds.add(hold);
-    this.#schedule();
+    if (!this.#holds.has(hold)) {
+      this.#holds.add(hold);
+      if (hold.renewable && this.#renewables++ === 0) this.#nextRenewalAt = performance.now() + this.#leaseMs / 3;
+    }
+    this.#wakeBy(this.#due(hold));
   }
 
   /** Sets when the hold counts as lost: the lease that began when its command was sent, less the margin. */
@@ -68,17 +73,17 @@ export class Watchdog {
   /** Moves a fixed lease's deadline later, never earlier (a nested acquire with a longer lease). */
   lengthen(hold: Watched, sentAt: number, leaseMs: number): void {
     hold.deadline = Math.max(hold.deadline, sentAt + leaseMs - marginMs(leaseMs));
-    this.#schedule();
   }
 
   /** Stops renewing the hold but keeps its deadline: it ends as a fixed lease would. */
   stopRenewing(hold: Watched): void {
+    if (hold.renewable && this.#holds.has(hold)) this.#renewables--;
     hold.renewable = false;
   }
 
+  /** Stops watching a hold. The timer stays: a tick with nothing to do costs nothing. */
   delete(hold: Watched): void {
-    this.#holds.delete(hold);
-    if (this.#holds.size === 0) this.#clearTimer();
+    if (this.#holds.delete(hold) && hold.renewable) this.#renewables--;
   }
 
   lose(hold: Watched, error: LockLostError): void {
@@ -99,36 +104,30 @@ export class Watchdog {
 
   stop(error: LockLostError): void {
     this.#stopped = true;
-    this.#clearTimer();
+    clearTimeout(this.#timer);
     for (const hold of this.#holds) if (hold.held) this.lose(hold, error);
     this.#holds.clear();
+    this.#renewables = 0;
   }
 
-  #hasRenewable(): boolean {
-    for (const hold of this.#holds) if (hold.renewable) return true;
-    return false;
+  /** When the watchdog must look at this hold next. */
+  #due(hold: Watched): number {
+    const deadline = hold.held ? hold.deadline : Number.POSITIVE_INFINITY;
+    return hold.renewable ? Math.min(deadline, this.#nextRenewalAt) : deadline;
   }
 
-  #clearTimer(): void {
+  /** Makes sure the timer fires by `at`: it only ever moves earlier here, in O(1). */
+  #wakeBy(at: number): void {
+    if (this.#stopped || at >= this.#timerAt) return;
     clearTimeout(this.#timer);
-    this.#timer = undefined;
-  }
-
-  #schedule(): void {
-    this.#clearTimer();
-    if (this.#stopped || this.#holds.size === 0) return;
-    let at = Number.POSITIVE_INFINITY;
-    for (const hold of this.#holds) {
-      if (hold.held) at = Math.min(at, hold.deadline);
-      if (hold.renewable) at = Math.min(at, this.#nextRenewalAt);
-    }
-    if (at === Number.POSITIVE_INFINITY) return;
+    this.#timerAt = at;
     this.#timer = setTimeout(() => this.#tick(), Math.max(0, at - performance.now()));
     this.#timer.unref();
   }
 
   #tick(): void {
     this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
     const now = performance.now();
     for (const hold of this.#holds) {
       if (hold.held && now >= hold.deadline) {
@@ -143,12 +142,12 @@ export class Watchdog {
         );
       }
     }
-    if (now >= this.#nextRenewalAt && this.#hasRenewable()) {
+    if (now >= this.#nextRenewalAt && this.#renewables > 0) {
       this.#nextRenewalAt = now + this.#leaseMs / 3;
       // One renewal at a time: while one hangs (Redis unreachable), the deadlines above still fire.
       if (!this.#inFlight) this.#inFlight = this.#renew(now).finally(() => (this.#inFlight = undefined));
     }
-    this.#schedule();
+    for (const hold of this.#holds) this.#wakeBy(this.#due(hold));
   }
 
   async #renew(sentAt: number): Promise<void> {
@@ -167,13 +166,14 @@ export class Watchdog {
         }
         batch.forEach((hold, i) => {
           if (!this.#holds.has(hold) || !hold.renewable) return;
-          if (renewed[i]) hold.deadline = sentAt + this.#leaseMs - marginMs(this.#leaseMs);
-          else if (hold.held) {
+          if (renewed[i]) {
+            hold.deadline = sentAt + this.#leaseMs - marginMs(this.#leaseMs);
+            this.#wakeBy(this.#due(hold));
+          } else if (hold.held) {
             this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));
           }
         });
       }),
     );
-    this.#schedule();
   }
 }
