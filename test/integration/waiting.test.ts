@@ -1,6 +1,6 @@
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { LockClient, LockNotHeldError, LockTimeoutError } from '../../src/index.ts';
+import { LockClient, LockLostError, LockNotHeldError, LockTimeoutError } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { commandStats, setup, sleep } from '../helpers/fixture.ts';
 
@@ -238,6 +238,27 @@ describe('Unreachable Redis, more', (it) => {
     process.kill(pid, 'SIGSTOP');
     return () => process.kill(pid, 'SIGCONT');
   };
+
+  it('aborts lease.signal before the lease would end on Redis when Redis stops answering', async () => {
+    const c = s.f.client({ leaseMs: 600 });
+    const lease = await c.lock(uniqueName()).acquire();
+    const resume = await pause();
+    const pausedAt = performance.now();
+    try {
+      await within(
+        new Promise((resolve) => lease.signal.addEventListener('abort', resolve, { once: true })),
+        3_000,
+        'the loss signal',
+      );
+      // The last renewal before the pause began at most 200 ms before it: the lease ends on Redis
+      // 600 ms after that renewal, and the signal comes 60 ms earlier.
+      assert.ok(performance.now() - pausedAt < 600, `aborted ${performance.now() - pausedAt} ms into the pause`);
+      assert.instance(lease.signal.reason, LockLostError);
+      assert.match(lease.signal.reason.message, /could not be renewed/);
+    } finally {
+      resume();
+    }
+  });
 
   it('never hands out a lease whose reply came after the lease could have ended', async () => {
     const c = s.f.client({ leaseMs: 300 });
