@@ -23,6 +23,7 @@ end
 if kind ~= 'hash' then
   return redis.error_reply('WRONGTYPE the key holds a ' .. kind .. ', not a lock hash')
 end
-rcall('DEL', lockKey)
+-- Publish first, as in release-2.lua: a failing PUBLISH (ACL) leaves the lock as it was.
 rcall(publishCommand, channel, message)
+rcall('DEL', lockKey)
 return 1

@@ -30,6 +30,8 @@ end
 if count > 1 then
   return rcall('HINCRBY', lockKey, owner, -1)
 end
-rcall('DEL', lockKey)
+-- Publish first: Redis checks ACLs per command and does not roll a script back, so a user who
+-- may not publish fails here with nothing changed. Nobody hears it before the script ends.
 rcall(publishCommand, channel, message)
+rcall('DEL', lockKey)
 return 0

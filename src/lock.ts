@@ -414,7 +414,7 @@ export class LockImpl implements Lock {
         tryNow = true;
       }
     } finally {
-      if (waiter) queues.leave(channel, waiter, acquired);
+      if (waiter) queues.leave(channel, waiter, acquired ? (leaseMs ?? this.#host.leaseMs) : undefined);
       if (subscribed) subscriber.unsubscribe(channel);
     }
   }

@@ -28,10 +28,20 @@ function errorMessage(error: unknown): string {
  * they write, so nothing was changed.
  */
 function wrap(error: unknown, keys: LockKeys | undefined): unknown {
-  if (!keys || !errorMessage(error).includes('WRONGTYPE')) return error;
-  return new LockError(`Redis key "${keys.lock}" or "${keys.fence}" holds a value that is not relock's (WRONGTYPE); relock left it untouched`, {
-    cause: error,
-  });
+  const message = errorMessage(error);
+  if (!keys) return error;
+  if (message.includes('WRONGTYPE')) {
+    return new LockError(`Redis key "${keys.lock}" or "${keys.fence}" holds a value that is not relock's (WRONGTYPE); relock left it untouched`, {
+      cause: error,
+    });
+  }
+  // An ACL user allowed the keys but not the channel: the script stopped before any write.
+  if (/can't publish to the channel/.test(message)) {
+    return new LockError(`Not allowed to publish on "${keys.channel}" (ACL): grant the channel pattern &<prefix>:*; nothing was changed`, {
+      cause: error,
+    });
+  }
+  return error;
 }
 
 function toToken(value: unknown, key: string): number {

@@ -329,6 +329,23 @@ describe('Crashed holder', (it) => {
   });
 });
 
+describe('Waiters behind holds that expire', (it) => {
+  const s = setup(it);
+
+  it('bounds the next waiter by the lease its predecessor took, when nothing is ever released', async () => {
+    const name = uniqueName();
+    await s.other.lock(name).acquire({ leaseMs: 300 }); // never released
+    const first = s.client.lock(name).acquire({ leaseMs: 300 }); // never released either
+    await eventually(() => s.client.waiting === 1, 'the head queued');
+    const second = s.client.lock(name).acquire({ waitMs: 5_000, leaseMs: 300 });
+    await within(first, 2_000, 'the head, after the first lease ran out');
+    // Nothing publishes: the second wakes when the head's 300 ms lease could have run out, not
+    // after the client's 30 s leaseMs.
+    const lease = await within(second, 2_000, 'the second, after the head lease ran out');
+    assert.ok(lease.fencingToken > 0);
+  });
+});
+
 describe('Foreign holder with a long lease', (it) => {
   const s = setup(it);
 
