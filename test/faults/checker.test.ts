@@ -1,0 +1,105 @@
+// The checker can fail: fed synthetic logs, it reports what is wrong with them.
+import * as assert from 'uvu/assert';
+import { describe } from '../helpers/describe.ts';
+import { check, summary } from './checker.ts';
+import type { Entry } from './protocol.ts';
+
+/** A section that read `read` and had its write accepted. */
+function section(worker: number, token: number, start: number, end: number, read: number, more: Partial<Entry> = {}): Entry {
+  return { worker, loop: 0, token, start, end, waitMs: 1, read, write: 'ok', lostAt: null, release: 'ok', ...more };
+}
+
+const serial = [section(0, 10, 0, 5, 0), section(1, 11, 6, 9, 1), section(2, 12, 10, 20, 2)];
+
+describe('faults checker', (it) => {
+  it('passes a serial log whose counter matches', () => {
+    const report = check({ entries: serial, counter: 3 });
+    assert.equal(report.problems, []);
+    assert.is(report.acquisitions, 3);
+    assert.is(report.completed, 3);
+    assert.is(report.overlaps.length, 0);
+  });
+
+  it('reports two holds that overlap, and the update they lost', () => {
+    const entries = [section(0, 10, 0, 5, 0), section(1, 11, 4, 9, 0), section(2, 12, 10, 12, 1)];
+    const report = check({ entries, counter: 2 });
+    assert.is(report.overlaps.length, 1);
+    assert.is(report.overlaps[0]!.earlier.token, 10);
+    assert.is(report.overlaps[0]!.later.token, 11);
+    assert.is(report.overlaps[0]!.ms, 1);
+    assert.match(report.problems.join('\n'), /1 overlapping holds: worker 1\/loop 0 token 11 .* began 1\.0 ms before worker 0/);
+    assert.match(report.problems.join('\n'), /counter is 2 but 3 sections completed/);
+    assert.match(report.problems.join('\n'), /token 11 .* read 0, but 1 writes came before it/);
+  });
+
+  it('reports an overlap with a hold further back than the previous token', () => {
+    const entries = [section(0, 10, 0, 50, 0), section(1, 11, 6, 9, 1), section(2, 12, 10, 20, 2)];
+    const report = check({ entries, counter: 3 });
+    assert.equal(
+      report.overlaps.map((o) => [o.earlier.token, o.later.token]),
+      [
+        [10, 11],
+        [10, 12],
+      ],
+    );
+  });
+
+  it('sees a late write after a signalled loss as stale, not as an overlap', () => {
+    // Worker 0 is paused past its lease: its last effect while it held was its GET at 2; it learns
+    // its loss at 40 and writes anyway; the fence rejects the token.
+    const paused = section(0, 10, 0, 2, 0, { write: 'none', lostAt: 40, lostCode: 'ERR_LOCK_LOST', late: { at: 41, write: 'stale' }, release: 'ERR_LOCK_NOT_HELD' });
+    const report = check({ entries: [paused, section(1, 11, 30, 33, 0), section(2, 12, 34, 36, 1)], counter: 2 });
+    assert.equal(report.problems, []);
+    assert.is(report.overlaps.length, 0);
+    assert.is(report.staleWrites, 1);
+    assert.is(report.lostLeases, 1);
+    assert.is(report.longestBeliefAfterHandoverMs, 10);
+  });
+
+  it('reports a holder that wrote past a handover before its signal aborted', () => {
+    const late = section(0, 10, 0, 35, 0, { write: 'stale', lostAt: 40 });
+    const report = check({ entries: [late, section(1, 11, 30, 33, 0)], counter: 1 });
+    assert.is(report.overlaps.length, 1);
+    assert.match(report.problems.join('\n'), /unsignalled stale writes/);
+  });
+
+  it('accepts a write in flight when the loss was signalled before the next holder began', () => {
+    const lost = section(0, 10, 0, 31, 0, { lostAt: 29, lostCode: 'ERR_LOCK_LOST' });
+    const report = check({ entries: [lost, section(1, 11, 30, 33, 1)], counter: 2 });
+    assert.equal(report.problems, []);
+    assert.is(report.lostLeases, 1);
+  });
+
+  it('reports tokens that do not increase in acquisition order, and a token issued twice', () => {
+    const report = check({ entries: [section(0, 11, 0, 5, 0), section(1, 10, 6, 9, 1), section(2, 10, 10, 12, 2)], counter: 3 });
+    assert.match(report.problems.join('\n'), /fencing tokens not increasing in acquisition order/);
+    assert.match(report.problems.join('\n'), /fencing tokens issued twice: 10 \(2 sections\)/);
+  });
+
+  it('reports a counter that moved without a logged section', () => {
+    assert.match(check({ entries: serial, counter: 4 }).problems.join('\n'), /counter is 4 but 3 sections completed/);
+  });
+
+  it('reports waiters that never got the lock, and counts their wait', () => {
+    const report = check({ entries: serial, counter: 3, hung: [{ worker: 4, loop: 1, waitingMs: 9_000 }] });
+    assert.match(report.problems.join('\n'), /1 waiters that never got the lock: worker 4\/loop 1 waited 9000 ms/);
+    assert.is(report.longestWaitMs, 9_000);
+  });
+
+  it('measures the stall after each fault until the next section begins', () => {
+    const report = check({ entries: serial, counter: 3, faults: [{ kind: 'SIGKILL holder', at: 5.5 }, { kind: 'late', at: 30 }] });
+    assert.equal(
+      report.stalls.map((s) => s.ms),
+      [0.5, Number.POSITIVE_INFINITY],
+    );
+    assert.is(report.longestStallMs, Number.POSITIVE_INFINITY);
+  });
+
+  it('prints one summary line with the figures the issue asks for', () => {
+    const line = summary('kill', check({ entries: serial, counter: 3, faults: [{ kind: 'x', at: 5.5 }] }), 1);
+    assert.is(
+      line,
+      'kill: acquisitions 3, overlaps 0, faults injected 1, lost leases signalled 0, longest wait 1 ms, longest stall after a fault 1 ms',
+    );
+  });
+});

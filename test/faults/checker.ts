@@ -1,0 +1,170 @@
+// The checker: from the sections the workers logged, the counter on the storage Redis and the faults
+// the harness injected, what went wrong. A pure function, so that a test can feed it a bad log.
+import type { Entry, Hung } from './protocol.ts';
+
+/** A fault the harness injected, at a time on the shared monotonic clock. */
+export interface Fault {
+  readonly kind: string;
+  readonly at: number;
+  readonly worker?: number;
+}
+
+export interface Overlap {
+  readonly earlier: Entry;
+  readonly later: Entry;
+  /** How long the earlier section still ran after the later one started. */
+  readonly ms: number;
+}
+
+export interface Report {
+  /** Sections that began (acquire() resolved), killed ones included. */
+  readonly acquisitions: number;
+  /** Fenced writes the storage accepted. */
+  readonly completed: number;
+  readonly overlaps: readonly Overlap[];
+  /** Sections whose `lease.signal` aborted while they ran. */
+  readonly lostLeases: number;
+  /** Writes sent after a signalled loss that the fence rejected. */
+  readonly staleWrites: number;
+  /** Writes sent after a signalled loss that the fence accepted (no later holder had written). */
+  readonly lateWritesAccepted: number;
+  /**
+   * Longest time a lost holder still believed it held while a later holder had started (a process
+   * pause or a quick restart; its own writes are fenced).
+   */
+  readonly longestBeliefAfterHandoverMs: number;
+  readonly longestWaitMs: number;
+  /** Per fault: how long until any section began after it. */
+  readonly stalls: readonly { readonly fault: Fault; readonly ms: number }[];
+  readonly longestStallMs: number;
+  readonly hung: readonly Hung[];
+  /** Every violation, in words; empty when the run was correct. */
+  readonly problems: readonly string[];
+}
+
+export interface CheckInput {
+  readonly entries: readonly Entry[];
+  /** The counter's final value on the storage Redis. */
+  readonly counter: number;
+  readonly faults?: readonly Fault[];
+  readonly hung?: readonly Hung[];
+}
+
+function show(entry: Entry): string {
+  return `worker ${entry.worker}/loop ${entry.loop} token ${entry.token} [${entry.start.toFixed(1)}, ${entry.end.toFixed(1)}]`;
+}
+
+const MAX_LISTED = 5;
+
+export function check(input: CheckInput): Report {
+  const entries = [...input.entries];
+  const faults = input.faults ?? [];
+  const hung = input.hung ?? [];
+  const problems: string[] = [];
+  const list = (what: string, items: readonly string[]) => {
+    if (items.length === 0) return;
+    const more = items.length > MAX_LISTED ? ` (and ${items.length - MAX_LISTED} more)` : '';
+    problems.push(`${items.length} ${what}: ${items.slice(0, MAX_LISTED).join('; ')}${more}`);
+  };
+
+  // Fencing tokens: unique, and strictly increasing in acquisition order.
+  const byStart = [...entries].sort((a, b) => a.start - b.start);
+  const order: string[] = [];
+  for (let i = 1; i < byStart.length; i++) {
+    const before = byStart[i - 1]!;
+    const after = byStart[i]!;
+    if (after.token <= before.token) order.push(`${show(after)} began after ${show(before)} with a token not above it`);
+  }
+  list('fencing tokens not increasing in acquisition order', order);
+
+  // Mutual exclusion: sorted by token, no section starts before an earlier one ended, unless the
+  // earlier holder's signal had aborted by then (a lost lease is reported, not hidden).
+  const byToken = [...entries].sort((a, b) => a.token - b.token);
+  const overlaps: Overlap[] = [];
+  let belief = 0;
+  let open: Entry[] = [];
+  for (const later of byToken) {
+    for (const earlier of open) {
+      if (earlier.token === later.token) continue;
+      if (earlier.end > later.start && !(earlier.lostAt !== null && earlier.lostAt <= later.start)) {
+        overlaps.push({ earlier, later, ms: earlier.end - later.start });
+      }
+      if (earlier.lostAt !== null && earlier.lostAt > later.start) belief = Math.max(belief, earlier.lostAt - later.start);
+    }
+    // Sections that ended before this one started cannot overlap the next ones either (token order
+    // is acquisition order, checked above); the rest stay open.
+    open = open.filter((entry) => entry.end > later.start || (entry.lostAt ?? 0) > later.start);
+    open.push(later);
+  }
+  list(
+    'overlapping holds',
+    overlaps.map((o) => `${show(o.later)} began ${o.ms.toFixed(1)} ms before ${show(o.earlier)} ended`),
+  );
+  const tokens = new Map<number, number>();
+  for (const entry of entries) tokens.set(entry.token, (tokens.get(entry.token) ?? 0) + 1);
+  list(
+    'fencing tokens issued twice',
+    [...tokens].filter(([, n]) => n > 1).map(([token, n]) => `${token} (${n} sections)`),
+  );
+
+  // A holder that was never told of a loss must never be fenced off.
+  list(
+    'unsignalled stale writes',
+    entries.filter((e) => e.write === 'stale').map((e) => `${show(e)}: its write was rejected by the fence while its signal had not aborted`),
+  );
+
+  // The counter: every accepted write counted once, each one reading what the previous one wrote.
+  const accepted = entries.filter((e) => e.write === 'ok' || e.late?.write === 'ok').sort((a, b) => a.token - b.token);
+  if (input.counter !== accepted.length) {
+    problems.push(`counter is ${input.counter} but ${accepted.length} sections completed (lost or extra updates)`);
+  }
+  const lost: string[] = [];
+  accepted.forEach((entry, i) => {
+    if (entry.read !== i) lost.push(`${show(entry)} read ${entry.read}, but ${i} writes came before it`);
+  });
+  list('sections that did not read the previous write', lost);
+
+  list(
+    'waiters that never got the lock',
+    hung.map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms`),
+  );
+
+  const stalls = faults.map((fault) => {
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of entries) if (entry.start > fault.at && entry.start < next) next = entry.start;
+    return { fault, ms: next - fault.at };
+  });
+
+  let longestWaitMs = 0;
+  for (const entry of entries) longestWaitMs = Math.max(longestWaitMs, entry.waitMs);
+  for (const h of hung) longestWaitMs = Math.max(longestWaitMs, h.waitingMs);
+
+  return {
+    acquisitions: entries.length,
+    completed: accepted.length,
+    overlaps,
+    lostLeases: entries.filter((e) => e.lostAt !== null).length,
+    staleWrites: entries.filter((e) => e.late?.write === 'stale').length,
+    lateWritesAccepted: entries.filter((e) => e.late?.write === 'ok').length,
+    longestBeliefAfterHandoverMs: belief,
+    longestWaitMs,
+    stalls,
+    longestStallMs: stalls.reduce((max, s) => Math.max(max, s.ms), 0),
+    hung,
+    problems,
+  };
+}
+
+/** The one-line summary every run prints. */
+export function summary(name: string, report: Report, faults: number, extra: readonly string[] = []): string {
+  const ms = (value: number) => (Number.isFinite(value) ? `${Math.round(value)} ms` : 'never');
+  return [
+    `${name}: acquisitions ${report.acquisitions}`,
+    `overlaps ${report.overlaps.length}`,
+    `faults injected ${faults}`,
+    `lost leases signalled ${report.lostLeases}`,
+    `longest wait ${ms(report.longestWaitMs)}`,
+    `longest stall after a fault ${faults > 0 ? ms(report.longestStallMs) : '-'}`,
+    ...extra,
+  ].join(', ');
+}

@@ -1,0 +1,33 @@
+// The closing line of a fault run: the scenarios' figures summed. Runs last (files run in name order).
+import * as assert from 'uvu/assert';
+import { describe } from '../helpers/describe.ts';
+import { MODE, results } from './harness.ts';
+
+/** What a full run (npm run test:faults) must reach over all scenarios. */
+const FULL_ACQUISITIONS = 20_000;
+
+describe('faults: total', (it) => {
+  it('prints the total over every scenario of this run', () => {
+    if (results.length === 0) return;
+    const sum = (pick: (r: (typeof results)[number]) => number) => results.reduce((total, r) => total + pick(r), 0);
+    const max = (pick: (r: (typeof results)[number]) => number) => results.reduce((most, r) => Math.max(most, pick(r)), 0);
+    const acquisitions = sum((r) => r.report.acquisitions);
+    const overlaps = sum((r) => r.report.overlaps.length);
+    const line = [
+      `[faults ${MODE}] total over ${results.length} scenario runs: acquisitions ${acquisitions}`,
+      `overlaps ${overlaps}`,
+      `faults injected ${sum((r) => r.faults.length)}`,
+      `lost leases signalled ${sum((r) => r.report.lostLeases)}`,
+      `longest wait ${Math.round(max((r) => r.report.longestWaitMs))} ms`,
+      `longest stall after a fault ${Math.round(max((r) => r.report.longestStallMs))} ms`,
+      `stale writes ${sum((r) => r.report.staleWrites)}`,
+      `${(sum((r) => r.durationMs) / 1000).toFixed(1)} s`,
+    ].join(', ');
+    console.log(line);
+    assert.is(overlaps, 0);
+    // A full run of the whole suite (every scenario file) must have done real volume.
+    if (MODE === 'full' && results.length >= 10) {
+      assert.ok(acquisitions >= FULL_ACQUISITIONS, `a full run made ${acquisitions} acquisitions, fewer than ${FULL_ACQUISITIONS}`);
+    }
+  });
+});

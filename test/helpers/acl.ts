@@ -1,0 +1,56 @@
+// A least-privilege ACL user for relock, derived from what relock sends: the commands its Lua
+// scripts call (read from lua/*.lua), the few plain commands of src/scripts.ts and the subscriber,
+// its keys `~<prefix>:*` and its channels `&<prefix>:*`.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Commands relock's scripts call: every `rcall('X'` in lua/, plus PUBLISH (its name comes in ARGV). */
+export function scriptCommands(): string[] {
+  const commands = new Set<string>(['publish']);
+  for (const file of readdirSync(join(root, 'lua')).filter((f) => f.endsWith('.lua'))) {
+    const source = readFileSync(join(root, 'lua', file), 'utf8');
+    for (const match of source.matchAll(/(?:rcall|redis\.call|redis\.pcall)\(\s*'([A-Za-z]+)'/g)) commands.add(match[1]!.toLowerCase());
+  }
+  return [...commands].sort();
+}
+
+/** Commands relock sends itself: scripts, the reads of isLocked/remainingTtlMs/holdCount, pub/sub. */
+export const CLIENT_COMMANDS = ['evalsha', 'eval', 'exists', 'pttl', 'hget', 'subscribe', 'unsubscribe'] as const;
+
+/** Every command a relock user needs (CONFIG GET for the eviction check is optional: relock copes without it). */
+export function relockCommands(): string[] {
+  return [...new Set([...CLIENT_COMMANDS, ...scriptCommands()])].sort();
+}
+
+export interface AclUser {
+  readonly username: string;
+  readonly password: string;
+  /** ioredis options for this user (INFO is not granted, so no ready check). */
+  readonly options: { readonly username: string; readonly password: string; readonly enableReadyCheck: false };
+}
+
+/**
+ * Creates (or resets) a user allowed only relock's commands, the keys `~<prefix>:*` and, unless
+ * `channels` is false, the channels `&<prefix>:*`.
+ */
+export async function createRelockUser(admin: Redis, username: string, options: { prefix?: string; channels?: boolean } = {}): Promise<AclUser> {
+  const prefix = options.prefix ?? 'relock';
+  const password = `pw-${Math.random().toString(36).slice(2)}`;
+  await admin.call(
+    'ACL',
+    'SETUSER',
+    username,
+    'reset',
+    'on',
+    `>${password}`,
+    `~${prefix}:*`,
+    ...(options.channels === false ? [] : [`&${prefix}:*`]),
+    '-@all',
+    ...relockCommands().map((command) => `+${command}`),
+  );
+  return { username, password, options: { username, password, enableReadyCheck: false } };
+}
