@@ -13,7 +13,8 @@
 
   Output: a two-element array {count, value}
     {0, pttl}   not acquired: another owner holds it; pttl is its remaining lease
-                in milliseconds (-1 when the key has no expiry)
+                in milliseconds (-1 when the key has no expiry). For a caller that
+                believed it held the lock (ARGV[3] > 0): its hold is gone
     {0, -2}     not acquired: the caller believed it held the lock (ARGV[3] > 0)
                 but the lock is gone; nothing is written
     {1, token}  acquired for the first time; token is the new fencing token:
@@ -21,17 +22,26 @@
                 a decimal string when taken from TIME (never a Lua float turned
                 into a string, which would round tokens above 10^14)
     {n, 0}      re-entered: n > 1 is the owner's hold count now
-    {1, token}  also when a retried first acquisition finds it already went
-                through (count 1 while the caller believed 0): the last token
-    error       WRONGTYPE when either key holds another type, or the fence key a
-                string that is not a number; nothing is written then
+    error       WRONGTYPE when either key holds another type (a foreign value under the
+                lock key is recognised when it has no expiry; one with an expiry is
+                waited out like a lock), or the fence key a string that is not a
+                number; nothing is written then
 ]]
 local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs, believed, fenceTtlMs = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local rcall = redis.call
 
--- PTTL answers both questions a loser needs: is it locked (-2: no), and for how long.
+-- PTTL answers both questions a first attempt needs: is it locked (-2: no), and for how long. Its
+-- owner field is new, so a lock that exists is someone else's (the caller cleans up after an
+-- attempt that ioredis may have resent).
 local pttl = rcall('PTTL', lockKey)
+if pttl ~= -2 and believed == 0 then
+  -- relock gives every lock an expiry: a key without one may be someone else's value.
+  if pttl == -1 and rcall('TYPE', lockKey)['ok'] ~= 'hash' then
+    return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock hash')
+  end
+  return {0, pttl}
+end
 if pttl ~= -2 then
   local count = rcall('HGET', lockKey, owner)
   if not count then
@@ -46,9 +56,6 @@ if pttl ~= -2 then
   -- Only ever lengthen, and never give an expiry to a key that has none (-1).
   if pttl >= 0 and tonumber(leaseMs) > pttl then
     rcall('PEXPIRE', lockKey, leaseMs)
-  end
-  if believed == 0 and count == 1 then
-    return {1, rcall('GET', fenceKey)}
   end
   return {count, 0}
 end

@@ -1,7 +1,7 @@
 // LockClient: the only owner of connections and timers.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { EventEmitter, setMaxListeners } from 'node:events';
+import { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
 import { Redis } from 'ioredis';
 import { closedError, LockError, LockLostError } from './errors.ts';
@@ -45,6 +45,7 @@ export class LockClient extends EventEmitter {
   readonly #owned: boolean;
   readonly #host: LockHost;
   readonly #closed = new AbortController();
+  readonly #pending = new Set<AbortController>();
   readonly #subscriber: Subscriber;
   readonly #watchdog: Watchdog;
   readonly #queues = new WaitQueues();
@@ -60,8 +61,6 @@ export class LockClient extends EventEmitter {
    */
   constructor(options?: LockClientOptions) {
     super();
-    // Every pending wait listens for close(): hundreds of waiters are normal, not a leak.
-    setMaxListeners(0, this.#closed.signal);
     const o = checkOptions('LockClient', options, ['redis', 'prefix', 'leaseMs', 'fenceTtlMs']);
     const redis = checkRedis(o.redis);
     this.prefix = checkPrefix(o.prefix);
@@ -99,6 +98,7 @@ export class LockClient extends EventEmitter {
       watchdog: this.#watchdog,
       scope: new AsyncLocalStorage<Scope>(),
       closed: this.#closed.signal,
+      pending: this.#pending,
       drops: () => this.#drops,
       firstUse: () => {
         if (this.#used) return;
@@ -178,7 +178,9 @@ export class LockClient extends EventEmitter {
   }
 
   async #close(): Promise<void> {
-    this.#closed.abort(closedError());
+    const error = closedError();
+    this.#closed.abort(error);
+    for (const stop of this.#pending) stop.abort(error);
     this.#watchdog.stop(new LockLostError('The LockClient was closed: its leases are no longer renewed'));
     this.#redis.off('close', this.#onClose);
     await this.#subscriber.close();

@@ -94,6 +94,8 @@ export interface LockHost {
   readonly scope: AsyncLocalStorage<Scope>;
   /** Aborted by close(), with the error pending waits reject with. */
   readonly closed: AbortSignal;
+  /** The controllers of the acquires under way: close() aborts them all. */
+  readonly pending: Set<AbortController>;
   /** How often the command connection has dropped so far. */
   drops(): number;
   /** Called before every acquire; the client checks the server once, beside the first one. */
@@ -338,24 +340,32 @@ export class LockImpl implements Lock {
     const hold = this.#scopeHold();
     if (hold) return this.#reenter(hold, leaseMs);
 
+    // One controller ends this acquire: the caller's signal, close() (which aborts every pending
+    // one from a set: a listener each on one client-wide signal would cost O(waiters) to add), or
+    // the timeout.
     const stop = new AbortController();
+    const onAbort = () => stop.abort(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.#host.pending.add(stop);
     const waiting = this.#wait(waitMs, leaseMs, stop.signal);
-    const cancel = signal ? AbortSignal.any([signal, closed]) : closed;
     try {
       // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
       // one without a finite wait, where only the signals can end it.
-      if (waitMs === 0 || waitMs === Number.POSITIVE_INFINITY) return await untilAborted(waiting, cancel);
+      if (waitMs === 0 || waitMs === Number.POSITIVE_INFINITY) return await untilAborted(waiting, stop.signal);
       return await pTimeout(waiting, {
         milliseconds: waitMs,
         fallback: () => {
           throw this.#timeout(waitMs);
         },
-        signal: cancel,
+        signal: stop.signal,
       });
     } catch (error) {
       stop.abort(error);
       waiting.catch(() => undefined);
       throw error;
+    } finally {
+      this.#host.pending.delete(stop);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -409,8 +419,9 @@ export class LockImpl implements Lock {
           if ('lease' in attempt) return ((acquired = true), attempt.lease);
           pttl = attempt.pttl;
         }
-        // Until a release wakes us, or the holder's lease runs out (a crash or a lost message).
-        await waiter.sleep(pttl >= 0 ? pttl : pttl === -2 ? 0 : this.#host.leaseMs, stop);
+        // Until a release wakes us, or the holder's lease runs out (a crash or a lost message); a
+        // millisecond more, as a Node timer may fire up to one early against Redis's expiry.
+        await waiter.sleep(pttl >= 0 ? pttl + 1 : pttl === -2 ? 0 : this.#host.leaseMs, stop);
         tryNow = true;
       }
     } finally {
@@ -428,6 +439,7 @@ export class LockImpl implements Lock {
     // between attempts holds nothing to renew.
     if (hold.renewable) watchdog.add(hold);
     const sentAt = performance.now();
+    const drops = this.#host.drops();
     let reply: AcquireReply;
     try {
       reply = await commands.acquire(this.#keys, hold.owner, lease, 0, this.#host.fenceTtlMs);
@@ -437,6 +449,9 @@ export class LockImpl implements Lock {
     }
     if (!reply.acquired) {
       watchdog.delete(hold);
+      // After a reconnect, ioredis may have resent this attempt after a first send that took the
+      // lock: the script then saw the lock held (by this very owner). Give that phantom back.
+      if (this.#host.drops() !== drops) commands.release(this.#keys, hold.owner, 1).catch(() => undefined);
       stop.throwIfAborted();
       return { pttl: reply.pttl };
     }

@@ -276,6 +276,25 @@ describe('Unreachable Redis, more', (it) => {
     await lease.release();
   });
 
+  it('gives back the phantom of a first attempt that ioredis resent after it went through', async () => {
+    const redis = s.f.server.connect();
+    const c = new LockClient({ redis });
+    const lock = c.lock(uniqueName());
+    await lock.isLocked(); // connected
+    const resume = await pause();
+    const acquiring = lock.acquire();
+    await sleep(50); // the attempt is in the server's socket buffer
+    (redis as unknown as { stream: { destroy(): void } }).stream.destroy(); // ioredis will resend it
+    await sleep(50);
+    resume(); // the first send takes the lock; the resend finds it taken
+    const lease = await within(acquiring, 5_000, 'acquire after the phantom was given back');
+    const owners = Object.keys(await s.f.admin.hgetall(`relock:{${lock.name}}`));
+    assert.is(owners.length, 1, 'only the live hold is left');
+    await lease.release();
+    assert.not.ok(await lock.isLocked());
+    await c.close();
+  });
+
   it('rejects the release of a hold signalled lost before it, even if the connection dropped meanwhile', async () => {
     const redis = s.f.server.connect();
     const c = new LockClient({ redis, leaseMs: 600 });
