@@ -75,7 +75,10 @@ export class LockClient extends EventEmitter {
     this.#subscriber = new Subscriber(
       () =>
         this.#own(
-          (cluster ? source.duplicate(undefined, { redisOptions: SUBSCRIBER_OPTIONS }) : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
+          (cluster
+            ? // ioredis 5 replaces redisOptions wholesale on duplicate(): keep the user's (auth, TLS).
+              source.duplicate(undefined, { redisOptions: { ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS } })
+            : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
         ),
       {
         message: (channel) => this.#queues.wakeHead(channel),

@@ -19,7 +19,7 @@ export function scriptCommands(): string[] {
 }
 
 /** Commands relock sends itself: scripts, the reads of isLocked/remainingTtlMs/holdCount, pub/sub. */
-export const CLIENT_COMMANDS = ['evalsha', 'eval', 'exists', 'pttl', 'hget', 'subscribe', 'unsubscribe'] as const;
+export const CLIENT_COMMANDS = ['evalsha', 'eval', 'type', 'pttl', 'hget', 'subscribe', 'unsubscribe'] as const;
 
 /** Every command a relock user needs (CONFIG GET for the eviction check is optional: relock copes without it). */
 export function relockCommands(): string[] {
