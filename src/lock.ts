@@ -109,8 +109,7 @@ class Hold implements Watched {
   lost: LockLostError | undefined;
   /** Made when someone first asks for the signal: most leases are released without anyone asking. */
   #controller: AbortController | undefined;
-  /** Serialises re-entries and releases, so each sends the count the one before left. */
-  readonly mutex = new Mutex();
+  #mutex: Mutex | undefined;
   count = 0;
   token = 0;
   held = false;
@@ -129,6 +128,12 @@ class Hold implements Watched {
     if (this.lost) return;
     this.lost = error;
     this.#controller?.abort(error);
+  }
+
+  /** Serialises re-entries and releases, so each sends the count the one before left. */
+  get mutex(): Mutex {
+    this.#mutex ??= new Mutex();
+    return this.#mutex;
   }
 
   get signal(): AbortSignal {
