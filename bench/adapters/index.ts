@@ -1,0 +1,111 @@
+// Every library measured, in the order the report lists them, with the settings used. Loading this
+// loads no library: a worker imports only its own adapter module.
+import { LEASE_MS, RETRY_MS, type AdapterSpec, type Create } from './types.ts';
+
+const lease = `${LEASE_MS / 1000} s`;
+
+export const ADAPTERS: readonly AdapterSpec[] = [
+  {
+    id: 'relock',
+    pkg: undefined,
+    waiting: 'pub/sub',
+    kind: 'relock',
+    client: 'ioredis',
+    settings: `\`new LockClient({ redis: url })\`, \`lock(name).acquire()\`: watchdog lease ${lease} (the default), \`waitMs\` Infinity (the default)`,
+    module: './relock.ts',
+  },
+  {
+    id: 'node-redisson',
+    pkg: 'node-redisson',
+    waiting: 'pub/sub',
+    kind: 'peer',
+    client: 'ioredis',
+    settings: `\`new Redisson({ redis: { options } })\`, \`getLock(name).lock()\` (watchdog, ${lease} default lease), one \`getLock\` per acquire since the owner id belongs to the lock object. A waiter sleeps on the lock's channel for at most the holder's remaining TTL`,
+    module: './node-redisson.ts',
+  },
+  {
+    id: '@sesamecare-oss/redlock',
+    pkg: '@sesamecare-oss/redlock',
+    waiting: 'polling',
+    kind: 'peer',
+    client: 'ioredis',
+    settings: `\`new Redlock([redis], { retryCount: -1, retryDelay: ${RETRY_MS}, retryJitter: ${RETRY_MS / 2} })\` (retry forever, every ${RETRY_MS / 2}-${RETRY_MS * 1.5} ms), \`acquire([name], ${LEASE_MS})\``,
+    module: './sesame-redlock.ts',
+  },
+  {
+    id: 'redlock',
+    pkg: 'redlock',
+    waiting: 'polling',
+    kind: 'peer',
+    client: 'ioredis',
+    settings: `\`new Redlock([redis], { retryCount: -1, retryDelay: ${RETRY_MS}, retryJitter: ${RETRY_MS / 2} })\`, \`lock(name, ${LEASE_MS})\``,
+    module: './redlock.ts',
+  },
+  {
+    id: 'redis-semaphore',
+    pkg: 'redis-semaphore',
+    waiting: 'polling',
+    kind: 'peer',
+    client: 'ioredis',
+    settings: `\`new Mutex(redis, name, { lockTimeout: ${LEASE_MS}, acquireTimeout: Infinity, retryInterval: ${RETRY_MS} })\` per acquire (${RETRY_MS} ms is its default; auto-refresh at its default 0.8 x lockTimeout)`,
+    module: './redis-semaphore.ts',
+  },
+  {
+    id: 'redlock-universal',
+    pkg: 'redlock-universal',
+    waiting: 'polling',
+    kind: 'peer',
+    client: 'ioredis',
+    settings: `\`createLock({ adapter: new IoredisAdapter(redis), key: name, ttl: ${LEASE_MS}, retryAttempts: Number.MAX_SAFE_INTEGER, retryDelay: ${RETRY_MS} })\` once per name (it has no "forever"); default performance mode`,
+    module: './redlock-universal.ts',
+  },
+  {
+    id: 'simple-redis-mutex',
+    pkg: 'simple-redis-mutex',
+    waiting: 'pub/sub',
+    kind: 'peer',
+    client: 'node-redis',
+    settings: `\`lock(client, name, { timeout: ${LEASE_MS} })\` on a node-redis client; its default 10 s safety poll. Every release is published on one global channel and wakes every local waiter of that lock`,
+    module: './simple-redis-mutex.ts',
+  },
+  {
+    id: 'floor-poll',
+    pkg: undefined,
+    waiting: 'polling',
+    kind: 'floor',
+    client: 'ioredis',
+    settings: `\`SET key token NX PX ${LEASE_MS}\`, retried every ${RETRY_MS} ms; release by a Lua compare-and-delete (EVALSHA)`,
+    module: './floor-poll.ts',
+  },
+  {
+    id: 'floor-pubsub',
+    pkg: undefined,
+    waiting: 'pub/sub',
+    kind: 'floor',
+    client: 'ioredis',
+    settings: `\`SET NX PX ${LEASE_MS}\`; release by a Lua compare-and-delete that publishes on the lock's channel; one shared subscriber per client with a ref-counted SUBSCRIBE per lock; a release wakes every local waiter of that lock; 1 s safety retry`,
+    module: './floor-pubsub.ts',
+  },
+  {
+    id: 'relock-scripts',
+    pkg: undefined,
+    waiting: 'polling',
+    kind: 'floor',
+    client: 'ioredis',
+    settings: `relock's own acquire and release scripts through its own \`Commands\` wrapper (src/scripts.ts) on one ioredis connection, without the Lock/Lease layer: the part of relock's cost that is its scripts. Scenario 1 only`,
+    scenarios: ['uncontended'],
+    module: './relock-scripts.ts',
+  },
+];
+
+export function adapterById(id: string): AdapterSpec {
+  const spec = ADAPTERS.find((adapter) => adapter.id === id);
+  if (!spec) throw new Error(`No adapter "${id}"; known: ${ADAPTERS.map((a) => a.id).join(', ')}`);
+  return spec;
+}
+
+/** Loads one library and returns its client factory. */
+export async function load(id: string): Promise<Create> {
+  const module = (await import(new URL(adapterById(id).module, import.meta.url).href)) as { create: Create };
+  return module.create;
+}

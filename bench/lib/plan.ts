@@ -1,0 +1,86 @@
+// What a run measures, and how big: sized so the whole of `npm run bench` stays under 20 minutes
+// on 2 shared cores (see docs/benchmarks.md, "Sizing").
+import type { ScenarioId } from './protocol.ts';
+import type { CaseSpec } from './runner.ts';
+
+export interface Sizes {
+  runs: number;
+  rounds: number;
+  contendedMs: number;
+  herd: number[];
+  names: number;
+}
+
+export const FULL: Sizes = { runs: 3, rounds: 6000, contendedMs: 3000, herd: [50, 200, 800], names: 1000 };
+export const QUICK: Sizes = { runs: 1, rounds: 500, contendedMs: 1500, herd: [50, 200], names: 200 };
+
+export const SCENARIOS: readonly ScenarioId[] = ['uncontended', 'reentrant', 'contended', 'herd', 'many'];
+
+export const TITLES: Record<ScenarioId, string> = {
+  uncontended: '1. Uncontended: one caller, acquire then release',
+  reentrant: '2. Reentrant: a nested acquire inside a held lock',
+  contended: '3. Contended hand-off: 4 processes x 2 loops, hold 1 ms, think 5 ms',
+  herd: '4. The herd: waiters across 4 processes on one held lock, released once each in turn',
+  many: '5. Many locks: lock names each with 2 waiters, in one process',
+};
+
+/** Holds and queues of the herd and many-locks scenarios settle this long before the release. */
+export const HERD_SETTLE_MS = 150;
+export const MANY_SETTLE_MS = 500;
+/** Scenario 1's rounds run in this many interleaved slices per repetition (runner.ts, runSliced). */
+export const SLICES = 30;
+/** The herd and many-locks runs are stopped after this long. */
+export const LONG_RUN_TIMEOUT_MS = 60_000;
+
+/** The variants of a scenario for one library: one, or one per herd size. */
+export function cases(scenario: ScenarioId, adapter: string, sizes: Sizes): CaseSpec[] {
+  switch (scenario) {
+    case 'uncontended':
+    case 'reentrant':
+      return [{ scenario, size: undefined, adapter, processes: 1, params: () => ({ rounds: sizes.rounds }), timeoutMs: 120_000 }];
+    case 'contended':
+      return [
+        {
+          scenario,
+          size: undefined,
+          adapter,
+          processes: 4,
+          params: () => ({ loops: 2, holdMs: 1, thinkMs: 5 }),
+          durationMs: sizes.contendedMs,
+          warmMs: 250,
+          timeoutMs: sizes.contendedMs + 60_000,
+        },
+      ];
+    case 'herd':
+      return sizes.herd.map((waiters) => ({
+        scenario,
+        size: waiters,
+        adapter,
+        processes: 4,
+        // 50 waiters over 4 processes: 13, 13, 12, 12.
+        params: (index) => ({ waiters: Math.floor(waiters / 4) + (index < waiters % 4 ? 1 : 0) }),
+        settleMs: HERD_SETTLE_MS,
+        timeoutMs: LONG_RUN_TIMEOUT_MS,
+      }));
+    case 'many':
+      return [
+        {
+          scenario,
+          size: sizes.names,
+          adapter,
+          processes: 1,
+          params: () => ({ names: sizes.names, waitersPerName: 2, settleMs: MANY_SETTLE_MS }),
+          timeoutMs: LONG_RUN_TIMEOUT_MS,
+        },
+      ];
+  }
+}
+
+/**
+ * One traced run of the contended scenario (lib/trace.ts) for a pub/sub library on ioredis: it is
+ * not among the measured runs, only the source of "where a hand-off's time goes".
+ */
+export function traceCase(adapter: string, sizes: Sizes): CaseSpec {
+  const [spec] = cases('contended', adapter, sizes);
+  return { ...spec!, params: (index) => ({ ...spec!.params(index), trace: true }) };
+}

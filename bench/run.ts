@@ -1,0 +1,191 @@
+// `npm run bench`: every library, every scenario, on one private Redis, in one run; then the report.
+//
+//   node --import tsx run.ts [--quick] [--runs N] [--only relock,floor-poll] [--scenarios herd,many]
+//   node --import tsx run.ts --report-only   # the report again from bench/results/results.json
+//
+// A full run (no flags) writes docs/benchmarks.md and docs/benchmarks/*.svg; a partial one writes
+// its report under bench/results/ so it never replaces the published figures.
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { ADAPTERS } from './adapters/index.ts';
+import { now } from './lib/clock.ts';
+import { cases, FULL, QUICK, SCENARIOS, SLICES, traceCase, type Sizes } from './lib/plan.ts';
+import type { ScenarioId } from './lib/protocol.ts';
+import { startRedis } from '../test/helpers/redis.ts';
+import { clean, serverInfo } from './lib/redis-stats.ts';
+import { relockVersion, writeReport, type Record_ } from './lib/report.ts';
+import { openLog, runCase, runSliced, type CaseResult, type CaseSpec } from './lib/runner.ts';
+import { formatCase } from './lib/progress.ts';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    'report-only': { type: 'boolean', default: false },
+    runs: { type: 'string' },
+    only: { type: 'string' },
+    scenarios: { type: 'string' },
+  },
+});
+const sizes: Sizes = { ...(values.quick ? QUICK : FULL), ...(values.runs ? { runs: Number(values.runs) } : {}) };
+const only = values.only?.split(',');
+const adapters = ADAPTERS.filter((adapter) => !only || only.includes(adapter.id));
+const scenarios = SCENARIOS.filter((scenario) => !values.scenarios || values.scenarios.split(',').includes(scenario));
+const full = !values.quick && !values.runs && !only && !values.scenarios;
+
+const resultsDir = join(here, 'results');
+mkdirSync(resultsDir, { recursive: true });
+
+/** Everything a report is made from: bench/results/results.json. */
+interface Saved {
+  sizes: Sizes;
+  redis: { version: string; ioThreads: string };
+  seconds: number;
+  records: Record_[];
+  adapters: string[];
+  scenarios: ScenarioId[];
+  full: boolean;
+  command: string;
+  date: string;
+  relock: string;
+  loadAtStart: number[];
+  loadAtEnd: number[];
+}
+
+function report(saved: Saved): Promise<string[]> {
+  return writeReport({
+    ...saved,
+    adapters: ADAPTERS.filter((adapter) => saved.adapters.includes(adapter.id)),
+    target: saved.full ? join(here, '..', 'docs') : join(resultsDir, 'docs'),
+  });
+}
+
+if (values['report-only']) {
+  const saved = JSON.parse(readFileSync(join(resultsDir, 'results.json'), 'utf8')) as Saved;
+  process.stderr.write(`report: ${(await report(saved)).join(', ')}\n`);
+  process.exit(0);
+}
+
+// relock's bundle, copied once: \`npm run build\` empties dist/ first, and a build elsewhere while
+// this runs must not break the workers. The copy resolves its dependencies up the tree, as dist/ does.
+const dist = join(here, '..', 'dist', 'index.mjs');
+if (!existsSync(dist)) throw new Error(`${dist} is missing: run \`npm run build\` at the root first (\`npm run bench\` does)`);
+mkdirSync(join(resultsDir, 'relock-dist'), { recursive: true });
+copyFileSync(dist, join(resultsDir, 'relock-dist', 'index.mjs'));
+process.env.RELOCK_BUNDLE = pathToFileURL(join(resultsDir, 'relock-dist', 'index.mjs')).href;
+const log = openLog(join(resultsDir, 'workers.log'));
+
+/** Measured twice in scenario 1, as a gauge of the noise. */
+const NOISE_PROBE = 'floor-poll';
+
+interface Planned {
+  scenario: ScenarioId;
+  run: number;
+  /** One library's case, or (scenario 1) every library's, run in slices by runSliced. */
+  specs: ReturnType<typeof cases>;
+}
+const plan: Planned[] = [];
+for (const scenario of scenarios) {
+  for (let run = 1; run <= sizes.runs; run++) {
+    if (scenario === 'uncontended') {
+      const all = adapters.filter((adapter) => !adapter.scenarios || adapter.scenarios.includes(scenario));
+      const specs = all.flatMap((adapter) => cases(scenario, adapter.id, sizes));
+      // The floor a second time, as if another library: how far apart the two land is the noise.
+      const floor = specs.find((spec) => spec.adapter === NOISE_PROBE);
+      if (floor) specs.push({ ...floor, label: `${NOISE_PROBE}#2` });
+      plan.push({ scenario, run, specs });
+      continue;
+    }
+    // Libraries take turns within each repetition, so drift on the shared machine spreads over all.
+    for (const adapter of adapters) {
+      if (scenario === 'reentrant' && adapter.kind !== 'relock') continue;
+      if (adapter.scenarios && !adapter.scenarios.includes(scenario)) continue;
+      for (const spec of cases(scenario, adapter.id, sizes)) plan.push({ scenario, run, specs: [spec] });
+    }
+  }
+  if (scenario === 'contended') {
+    // Run 0: traced, for the hand-off timeline only.
+    for (const adapter of adapters) {
+      if (adapter.waiting === 'pub/sub' && adapter.client === 'ioredis') plan.push({ scenario, run: 0, specs: [traceCase(adapter.id, sizes)] });
+    }
+  }
+}
+const total = plan.reduce((sum, planned) => sum + planned.specs.length, 0);
+
+const startedAt = now();
+const loadAtStart = loadavg();
+const relock = relockVersion();
+// No persistence (the helper's default), so no fork or fsync skews Redis CPU; the herd of 800 needs clients.
+const server = await startRedis({ args: ['--maxclients', '10000'] });
+const stats = new Redis(server.url);
+const records: Record_[] = [];
+const elapsed = () => {
+  const seconds = Math.round((now() - startedAt) / 1000);
+  return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;
+};
+process.stderr.write(`relock bench: ${total} runs of ${adapters.length} libraries on ${server.url}${full ? '' : ' (partial run)'}\n`);
+try {
+  const redis = await serverInfo(stats);
+  // A library that ran out of time once in a scenario is not run again in it (nor with more waiters):
+  // the run stays bounded, and the report says what it got through.
+  const outOfTime = new Map<string, number>();
+  let done = 0;
+  const line = (scenario: ScenarioId, run: number, spec: CaseSpec) => {
+    const size = spec.size === undefined ? '' : ` ${spec.size}`;
+    const which = run === 0 ? 'traced run' : `run ${run}/${sizes.runs}`;
+    return `[${String(++done).padStart(3)}/${total} ${elapsed().padStart(5)}] ${scenario}${size} ${which} ${spec.label ?? spec.adapter} ... `;
+  };
+  for (const { scenario, run, specs } of plan) {
+    if (specs.length > 1) {
+      process.stderr.write(`[    ${elapsed().padStart(5)}] ${scenario} run ${run}/${sizes.runs}: ${specs.length} libraries in ${SLICES} interleaved slices, slice`);
+      const results = await runSliced(stats, server.url, specs, SLICES, log, server.private, (slice) => process.stderr.write(` ${slice}`));
+      process.stderr.write('\n');
+      specs.forEach((spec, i) => {
+        process.stderr.write(`${line(scenario, run, spec)}${formatCase(results[i]!)}\n`);
+        records.push({ scenario, size: spec.size, adapter: spec.label ?? spec.adapter, run, result: results[i]! });
+      });
+      continue;
+    }
+    const spec = specs[0]!;
+    process.stderr.write(line(scenario, run, spec));
+    const key = `${scenario}:${spec.adapter}`;
+    const failedAt = outOfTime.get(key);
+    let result: CaseResult;
+    if (failedAt !== undefined && (spec.size ?? 0) >= failedAt) {
+      result = { ok: false, error: `not run: an earlier run of this scenario${spec.scenario === 'herd' ? ` with ${failedAt} waiters` : ''} did not finish`, seconds: 0 };
+    } else {
+      result = await runCase(stats, server.url, spec, log, server.private);
+      if (!result.ok && result.error.startsWith('did not finish') && run > 0) outOfTime.set(key, spec.size ?? 0);
+    }
+    process.stderr.write(`${formatCase(result)}\n`);
+    records.push({ scenario, size: spec.size, adapter: spec.adapter, run, result });
+  }
+  const seconds = (now() - startedAt) / 1000;
+  const saved: Saved = {
+    sizes,
+    redis,
+    seconds,
+    records,
+    adapters: adapters.map((adapter) => adapter.id),
+    scenarios: [...scenarios],
+    full,
+    command: full ? 'npm run bench' : `npm run bench -- ${process.argv.slice(2).join(' ')}`,
+    date: new Date().toISOString().slice(0, 10),
+    relock,
+    loadAtStart,
+    loadAtEnd: loadavg(),
+  };
+  writeFileSync(join(resultsDir, 'results.json'), JSON.stringify(saved, null, 1));
+  const written = await report(saved);
+  process.stderr.write(`report: ${written.join(', ')} (${elapsed()})\n`);
+} finally {
+  // On a Redis the bench did not start, it leaves none of its keys (fencing keys outlive locks).
+  if (!server.private) await clean(stats, false).catch(() => undefined);
+  stats.disconnect();
+  log.end();
+  await server.stop();
+}
