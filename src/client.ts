@@ -187,6 +187,15 @@ export class LockClient extends EventEmitter {
     this.#watchdog.stop(new LockLostError('The LockClient was closed: its leases are no longer renewed'));
     this.#redis.off('close', this.#onClose);
     await this.#subscriber.close();
-    if (this.#owned) await this.#redis.quit().catch(() => this.#redis.disconnect());
+    if (!this.#owned) return;
+    // QUIT lets replies in flight arrive, but waits forever on a Redis that is gone (it sits in the
+    // offline queue): only a ready connection gets it, for a second at most.
+    if (this.#redis.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise((resolve) => (timer = setTimeout(resolve, 1_000)));
+      await Promise.race([this.#redis.quit().catch(() => undefined), bound]);
+      clearTimeout(timer);
+    }
+    this.#redis.disconnect();
   }
 }

@@ -330,3 +330,16 @@ describe('Round trips', (it) => {
     assert.is(inner / rounds, 9);
   });
 });
+
+describe('LockClient#close on a dead Redis', (it) => {
+  it('does not wait for a Redis that is gone', async () => {
+    const { startPrivateRedis } = await import('../helpers/redis.ts');
+    const server = await startPrivateRedis();
+    const c = new LockClient({ redis: server.url });
+    c.on('error', () => undefined);
+    await (await c.lock(uniqueName()).acquire()).release();
+    await server.kill();
+    await within(c.close(), 2_000, 'close() with the server gone');
+    await server.stop();
+  });
+});
