@@ -69,7 +69,8 @@ export class LockClient extends EventEmitter {
     const fenceTtlMs = checkMs('fenceTtlMs', o.fenceTtlMs, 1, 366 * 24 * 3_600_000) ?? DEFAULTS.fenceTtlMs;
 
     this.#owned = !isRedisClient(redis);
-    this.#redis = isRedisClient(redis) ? redis : this.#own(this.#open(redis));
+    // new Redis(url) and new Redis(options) are two overloads of one constructor.
+    this.#redis = isRedisClient(redis) ? redis : this.#own(new Redis(redis as string) as unknown as RedisClient);
     const source = this.#redis;
     const cluster = source.isCluster === true;
     this.#subscriber = new Subscriber(
@@ -134,10 +135,6 @@ export class LockClient extends EventEmitter {
       },
       (error: Error) => log('CONFIG GET maxmemory-policy failed: %s', error.message),
     );
-  }
-
-  #open(redis: string | Record<string, unknown>): RedisClient {
-    return (typeof redis === 'string' ? new Redis(redis) : new Redis(redis)) as unknown as RedisClient;
   }
 
   /** Connections this client made report their errors through the client instead of ioredis's console warning. */

@@ -31,11 +31,6 @@ export class Subscriber {
     this.#events = events;
   }
 
-  /** Whether the connection has been opened (it opens at the first wait). */
-  get opened(): boolean {
-    return this.#connection !== undefined;
-  }
-
   #connection_(): RedisClient {
     if (this.#connection) return this.#connection;
     const connection = this.#connect();

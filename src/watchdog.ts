@@ -50,10 +50,6 @@ export class Watchdog {
     this.#onError = options.onError;
   }
 
-  get size(): number {
-    return this.#holds.size;
-  }
-
   /** Starts watching a hold: renewable ones from now on (before their acquire is sent). */
   add(hold: Watched): void {
     if (this.#stopped) return;
