@@ -2,12 +2,13 @@
 // type checking: `npm run typecheck` does that); declarations through rollup-plugin-dts, which calls
 // the TypeScript compiler API (TypeScript 5.9: see docs/design.md).
 import { readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { dts } from 'rollup-plugin-dts';
 import esbuild from 'rollup-plugin-esbuild';
 
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 const external = [...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies)].map((name) => new RegExp(`^${name}(/|$)`));
-const isExternal = (id) => id.startsWith('node:') || external.some((pattern) => pattern.test(id));
+const isExternal = (id) => id.startsWith('node:') || builtinModules.includes(id) || external.some((pattern) => pattern.test(id));
 
 export default [
   {

@@ -1,22 +1,54 @@
-// LockClient: the only owner of connections and timers.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// LockClient: owns the connections it made and the Runtime; the factories of every lock kind.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { debuglog } from 'node:util';
-import { Redis } from 'ioredis';
-import { closedError, LockError, LockLostError } from './errors.ts';
-import { LockImpl, type Lock, type LockHost, type Scope } from './lock.ts';
-import { checkMs, checkName, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient } from './options.ts';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Lock } from './api.ts';
+import { closedError, LockLostError, type LockError } from './errors.ts';
+import { LockCommands } from './lock/commands.ts';
+import { LockImpl, type LockShared } from './lock/lock.ts';
 import type { LockClientOptions, RedisClient } from './options.ts';
-import { Commands } from './scripts.ts';
-import { Subscriber } from './subscriber.ts';
-import { WaitQueues } from './waiters.ts';
-import { Watchdog } from './watchdog.ts';
+import { Runtime } from './runtime/runtime.ts';
+import { watchConnection } from './runtime/script.ts';
+import { checkMs, checkName, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
-const log = debuglog('relock:client');
+/**
+ * Fail-fast defaults of the connections relock makes itself (the user's options win): a command
+ * issued while Redis is unreachable fails after two reconnection attempts, about 0.3 s when the
+ * port refuses and at most about 6 s when connects time out, instead of ioredis's 20 retries.
+ */
+export const CONNECTION_DEFAULTS = Object.freeze({
+  maxRetriesPerRequest: 2,
+  connectTimeout: 2_000,
+  retryStrategy: (times: number) => Math.min(times * 100, 1_000),
+}) satisfies RedisOptions;
 
-/** Options relock sets on its subscriber: it resubscribes itself, then wakes every waiter. */
-const SUBSCRIBER_OPTIONS = { lazyConnect: true, autoResubscribe: false } as const;
+/**
+ * What relock's subscriber needs whatever the user's options say: it connects at the first wait,
+ * queues SUBSCRIBE until connected, resubscribes itself and reconnects.
+ */
+const SUBSCRIBER_OPTIONS = {
+  lazyConnect: true,
+  autoResubscribe: false,
+  enableOfflineQueue: true,
+  maxRetriesPerRequest: CONNECTION_DEFAULTS.maxRetriesPerRequest,
+  retryStrategy: CONNECTION_DEFAULTS.retryStrategy,
+  commandTimeout: undefined,
+} satisfies RedisOptions;
+
+/**
+ * The events of a LockClient.
+ *
+ * @example
+ * ```ts
+ * client.on('warning', (warning) => log.warn(warning.code, warning.message));
+ * ```
+ */
+export interface LockClientEvents {
+  /** Connection errors of the connections relock made, and renewal failures (only when someone listens). */
+  error: [error: Error];
+  /** `ERR_LOCK_EVICTION_POLICY` (checked at the first acquire) and `ERR_LOCK_SELF_WAIT` (once). */
+  warning: [warning: LockError];
+}
 
 /**
  * A connection to Redis for locks: owns at most one command connection (only one it created) and
@@ -24,7 +56,8 @@ const SUBSCRIBER_OPTIONS = { lazyConnect: true, autoResubscribe: false } as cons
  *
  * Emits `'error'` with connection errors of the connections it created and of renewals, when
  * someone listens (they are otherwise only logged under `NODE_DEBUG=relock:*`), and `'warning'`
- * (a `LockError`) once, at the first acquire, when the server's `maxmemory-policy` can evict lock keys.
+ * (a `LockError`) once, at the first acquire, when the server's `maxmemory-policy` can evict lock keys,
+ * and once when an acquire waits for a lock its own client holds (the `await using` trap).
  *
  * @example
  * ```ts
@@ -33,7 +66,7 @@ const SUBSCRIBER_OPTIONS = { lazyConnect: true, autoResubscribe: false } as cons
  * await client.close();
  * ```
  */
-export class LockClient extends EventEmitter {
+export class LockClient extends EventEmitter<LockClientEvents> {
   /** A random, unguessable id (UUID) for this client; the first half of every owner field it writes. */
   readonly id: string = randomUUID();
   /** The key namespace. */
@@ -43,18 +76,9 @@ export class LockClient extends EventEmitter {
 
   readonly #redis: RedisClient;
   readonly #owned: boolean;
-  readonly #host: LockHost;
-  readonly #closed = new AbortController();
-  readonly #pending = new Set<AbortController>();
-  readonly #subscriber: Subscriber;
-  readonly #watchdog: Watchdog;
-  readonly #queues = new WaitQueues();
-  #drops = 0;
-  #used = false;
+  readonly #runtime: Runtime;
+  readonly #lock: LockShared;
   #closing: Promise<void> | undefined;
-  readonly #onClose = () => {
-    this.#drops++;
-  };
 
   /**
    * @throws {TypeError | RangeError} for bad options, naming the option, before any connection is made.
@@ -64,107 +88,67 @@ export class LockClient extends EventEmitter {
     const o = checkOptions('LockClient', options, ['redis', 'prefix', 'leaseMs', 'fenceTtlMs']);
     const redis = checkRedis(o.redis);
     this.prefix = checkPrefix(o.prefix);
-    this.leaseMs = checkMs('leaseMs', o.leaseMs, 3) ?? DEFAULTS.leaseMs;
+    this.leaseMs = checkMs('leaseMs', o.leaseMs, MIN_WATCHDOG_LEASE_MS) ?? DEFAULTS.leaseMs;
     // Not a timer: a fence key may outlive its last acquisition by up to a year.
     const fenceTtlMs = checkMs('fenceTtlMs', o.fenceTtlMs, 1, 366 * 24 * 3_600_000) ?? DEFAULTS.fenceTtlMs;
 
     this.#owned = !isRedisClient(redis);
-    // new Redis(url) and new Redis(options) are two overloads of one constructor.
-    this.#redis = isRedisClient(redis) ? redis : this.#own(new Redis(redis as string) as unknown as RedisClient);
+    this.#redis = isRedisClient(redis)
+      ? redis
+      : this.#own(
+          (typeof redis === 'string' ? new Redis(redis, CONNECTION_DEFAULTS) : new Redis({ ...CONNECTION_DEFAULTS, ...redis } as never)) as unknown as RedisClient,
+        );
     const source = this.#redis;
-    const cluster = source.isCluster === true;
-    this.#subscriber = new Subscriber(
-      () =>
-        this.#own(
-          (cluster
-            ? // ioredis 5 replaces redisOptions wholesale on duplicate(): keep the user's (auth, TLS).
-              source.duplicate(undefined, { redisOptions: { ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS } })
-            : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
-        ),
-      {
-        message: (channel) => this.#queues.wakeHead(channel),
-        resubscribed: () => this.#queues.wakeAll(),
-        error: (error) => this.#error(error),
-      },
-    );
-    const commands = new Commands(this.#redis);
-    // A Cluster cannot run one script over keys of several slots: renew one lock per call there.
-    this.#watchdog = new Watchdog(commands, this.leaseMs, { onError: (error) => this.#error(error), ...(cluster ? { batch: 1 } : {}) });
-    this.#redis.on('close', this.#onClose);
-    this.#host = {
-      id: this.id,
-      prefix: this.prefix,
+    this.#runtime = new Runtime({
+      clientId: this.id,
       leaseMs: this.leaseMs,
       fenceTtlMs,
+      redis: source,
+      events: this as EventEmitter,
+      connectSubscriber: () =>
+        this.#own(
+          (source.isCluster === true
+            ? // ioredis 5 replaces redisOptions wholesale on duplicate(): keep the user's (auth, TLS).
+              source.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS } })
+            : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
+        ),
+    });
+    const commands = new LockCommands(this.#runtime.runner, this.#runtime.publish);
+    this.#lock = {
+      runtime: this.#runtime,
       commands,
-      subscriber: this.#subscriber,
-      queues: this.#queues,
-      watchdog: this.#watchdog,
-      scope: new AsyncLocalStorage<Scope>(),
-      closed: this.#closed.signal,
-      pending: this.#pending,
-      drops: () => this.#drops,
-      firstUse: () => {
-        if (this.#used) return;
-        this.#used = true;
-        this.#checkEviction();
-      },
+      // A Cluster cannot run one script over keys of several slots: renew one lock per call there.
+      renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: this.#runtime.cluster ? 1 : 500 },
     };
-  }
-
-  /**
-   * An evicted lock key is a lock silently lost: warn when the server's maxmemory-policy may evict
-   * keys with a TTL (every lock key has one). A server that refuses CONFIG (ACL, managed Redis) is
-   * not second-guessed.
-   */
-  #checkEviction(): void {
-    const config = (this.#redis as { config?: (...args: string[]) => Promise<unknown> }).config;
-    if (typeof config !== 'function' || this.#redis.isCluster) return;
-    config.call(this.#redis, 'GET', 'maxmemory-policy').then(
-      (reply) => {
-        // RESP2 answers [name, value]; RESP3 a map.
-        const policy = String(
-          (Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.['maxmemory-policy']) ?? '',
-        );
-        if (policy === '' || policy === 'noeviction') return;
-        const warning = new LockError(
-          `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict lock keys, and an evicted lock is silently lost. Use "noeviction" on the Redis that holds locks.`,
-        );
-        log('%s', warning.message);
-        this.emit('warning', warning);
-      },
-      (error: Error) => log('CONFIG GET maxmemory-policy failed: %s', error.message),
-    );
   }
 
   /** Connections this client made report their errors through the client instead of ioredis's console warning. */
   #own(connection: RedisClient): RedisClient {
-    connection.on('error', (error: Error) => this.#error(error));
+    const watch = watchConnection(connection);
+    connection.on('error', (error: Error) => {
+      watch.lastError = error;
+      this.#runtime.error(error);
+    });
     return connection;
-  }
-
-  #error(error: Error): void {
-    log('%s', error.message);
-    if (this.listenerCount('error') > 0) this.emit('error', error);
   }
 
   /**
    * A lock by name. Cheap: no I/O, and two calls with one name give locks that share everything.
-   * @param name a non-empty string of at most 1024 bytes
+   * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
    * @throws {TypeError | RangeError} for a bad name.
    */
   lock(name: string): Lock {
-    return new LockImpl(this.#host, checkName(name));
+    return new LockImpl(this.#lock, this.prefix, checkName(name));
   }
 
   /** How many acquires of this client are waiting now (for monitoring). */
   get waiting(): number {
-    return this.#queues.size;
+    return this.#runtime.waiting.size;
   }
 
   /** Whether close() was called. */
   get closed(): boolean {
-    return this.#closed.signal.aborted;
+    return this.#runtime.closed.aborted;
   }
 
   /**
@@ -178,12 +162,7 @@ export class LockClient extends EventEmitter {
   }
 
   async #close(): Promise<void> {
-    const error = closedError();
-    this.#closed.abort(error);
-    for (const stop of this.#pending) stop.abort(error);
-    this.#watchdog.stop(new LockLostError('The LockClient was closed: its leases are no longer renewed'));
-    this.#redis.off('close', this.#onClose);
-    await this.#subscriber.close();
+    this.#runtime.close(closedError(), new LockLostError('The LockClient was closed: its leases are no longer renewed'));
     if (!this.#owned) return;
     // QUIT lets replies in flight arrive, but waits forever on a Redis that is gone (it sits in the
     // offline queue): only a ready connection gets it, for a second at most.

@@ -1,23 +1,69 @@
 /**
- * The base of every error relock throws itself; Redis and connection errors pass through as they are.
+ * Every `code` a relock error can carry, one per failure kind (docs/errors.md lists them with their
+ * causes and what to do).
+ *
+ * @example
+ * ```ts
+ * function retryable(code: LockErrorCode): boolean { return code === 'ERR_LOCK_TIMEOUT' || code === 'ERR_LOCK_UNREACHABLE'; }
+ * ```
+ */
+export type LockErrorCode =
+  /** A relock error with no more specific code. */
+  | 'ERR_LOCK'
+  /** `waitMs` elapsed while someone else held the lock. */
+  | 'ERR_LOCK_TIMEOUT'
+  /** A release (or nested acquire) found the hold gone or another owner's. */
+  | 'ERR_LOCK_NOT_HELD'
+  /** The hold ended while its code was still running. */
+  | 'ERR_LOCK_LOST'
+  /** Redis could not be reached, or did not answer in time: the connection error is the `cause`. */
+  | 'ERR_LOCK_UNREACHABLE'
+  /** A key relock uses holds a value of another type: someone else's data; relock left it untouched. */
+  | 'ERR_LOCK_WRONG_TYPE'
+  /** The Redis user may not run a command or use a key or channel relock needs (ACL `NOPERM`). */
+  | 'ERR_LOCK_FORBIDDEN'
+  /** A fencing token left the range of safe integers (the fence key was written by someone else). */
+  | 'ERR_LOCK_FENCE_OVERFLOW'
+  /** The `LockClient` was closed before the call. */
+  | 'ERR_LOCK_CLOSED'
+  /** A fixed `leaseMs` kept ending before Redis's reply could arrive: the lease is too short for this network. */
+  | 'ERR_LOCK_LEASE_TOO_SHORT'
+  /** A warning: Redis's `maxmemory-policy` may evict lock keys. */
+  | 'ERR_LOCK_EVICTION_POLICY'
+  /** A warning: an acquire has waited longer than a lease for a lock that its own client holds (`await using` outside the holder's context). */
+  | 'ERR_LOCK_SELF_WAIT';
+
+/** What every relock error's constructor takes besides the message. */
+export interface LockErrorOptions {
+  /** The error underneath (a Redis or connection error). */
+  cause?: unknown;
+  /** The lock's name, when the error concerns one lock. */
+  lockName?: string | undefined;
+  /** The failure kind; each subclass fixes its own. @default 'ERR_LOCK' */
+  code?: LockErrorCode | undefined;
+}
+
+/**
+ * The base of every error relock throws itself; its `code` says which failure it is.
  *
  * @example
  * ```ts
  * try { await lock.acquire({ waitMs: 100 }); }
- * catch (error) { if (error instanceof LockError) console.log(error.code); }
+ * catch (error) { if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') console.log(error.cause); }
  * ```
  */
 export class LockError extends Error {
   /** The class name, as a literal so it survives minification. */
   override readonly name: string = 'LockError';
-  /** A stable code to match on: `ERR_LOCK` here, one per subclass. */
-  readonly code: string = 'ERR_LOCK';
+  /** A stable code to match on: one per failure kind. */
+  readonly code: LockErrorCode;
   /** The lock's name, when the error concerns one lock. */
   readonly lockName: string | undefined;
 
-  constructor(message: string, options?: { cause?: unknown; lockName?: string }) {
+  constructor(message: string, options?: LockErrorOptions) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.lockName = options?.lockName;
+    this.code = options?.code ?? 'ERR_LOCK';
   }
 }
 
@@ -35,7 +81,7 @@ export class LockTimeoutError extends LockError {
 }
 
 /**
- * A release (or renewal) found that the hold is gone or belongs to another owner: it expired,
+ * A release (or nested acquire) found that the hold is gone or belongs to another owner: it expired,
  * was force-unlocked, or was already released.
  *
  * @example

@@ -1,5 +1,5 @@
 // A least-privilege ACL user for relock, derived from what relock sends: the commands its Lua
-// scripts call (read from lua/*.lua), the few plain commands of src/scripts.ts and the subscriber,
+// scripts call (read from lua/<primitive>/*.lua), the few plain reads and the subscriber,
 // its keys `~<prefix>:*` and its channels `&<prefix>:*`.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -8,10 +8,18 @@ import type { Redis } from 'ioredis';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/** Every script under lua/, as `<primitive>/<file>`. */
+export function luaFiles(): string[] {
+  return readdirSync(join(root, 'lua'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.lua'))
+    .map((file) => file.split('\\').join('/'))
+    .sort();
+}
+
 /** Commands relock's scripts call: every `rcall('X'` in lua/, plus PUBLISH (its name comes in ARGV). */
 export function scriptCommands(): string[] {
   const commands = new Set<string>(['publish']);
-  for (const file of readdirSync(join(root, 'lua')).filter((f) => f.endsWith('.lua'))) {
+  for (const file of luaFiles()) {
     const source = readFileSync(join(root, 'lua', file), 'utf8');
     for (const match of source.matchAll(/(?:rcall|redis\.call|redis\.pcall)\(\s*'([A-Za-z]+)'/g)) commands.add(match[1]!.toLowerCase());
   }

@@ -1,7 +1,10 @@
-// The shared subscriber: one connection per client, one reference-counted SUBSCRIBE per channel.
+// The shared subscriber: one connection per client, opened at the first wait, one
+// reference-counted SUBSCRIBE per channel. Messages go straight to the waiting room.
 import { debuglog } from 'node:util';
-import { LockError } from './errors.ts';
-import type { RedisClient } from './options.ts';
+import { LockError } from '../errors.ts';
+import type { RedisClient } from '../options.ts';
+import { classify, errorMessage } from './script.ts';
+import type { Inbox } from './waiting.ts';
 
 const log = debuglog('relock:subscriber');
 
@@ -10,32 +13,26 @@ interface Channel {
   readonly subscribed: Promise<void>;
 }
 
-export interface SubscriberEvents {
-  /** A release was published on the channel. */
-  message(channel: string): void;
-  /** The connection came back after a drop and every channel is subscribed again. */
-  resubscribed(): void;
-  /** A connection error, for the client to report. */
-  error(error: Error): void;
-}
-
 export class Subscriber {
   readonly #connect: () => RedisClient;
-  readonly #events: SubscriberEvents;
+  readonly #inbox: Inbox;
+  readonly #onError: (error: Error) => void;
   readonly #channels = new Map<string, Channel>();
   #connection: RedisClient | undefined;
   #readyOnce = false;
+  #closed = false;
 
-  constructor(connect: () => RedisClient, events: SubscriberEvents) {
+  constructor(connect: () => RedisClient, inbox: Inbox, onError: (error: Error) => void) {
     this.#connect = connect;
-    this.#events = events;
+    this.#inbox = inbox;
+    this.#onError = onError;
   }
 
-  #connection_(): RedisClient {
+  #open(): RedisClient {
     if (this.#connection) return this.#connection;
     const connection = this.#connect();
-    connection.on('message', (channel: string) => this.#events.message(channel));
-    connection.on('error', (error: Error) => this.#events.error(error));
+    connection.on('message', (channel: string, message: string) => this.#inbox.message(channel, message));
+    connection.on('error', (error: Error) => this.#onError(error));
     connection.on('ready', () => {
       if (!this.#readyOnce) {
         this.#readyOnce = true;
@@ -47,10 +44,10 @@ export class Subscriber {
       log('reconnected; resubscribing %d channels', channels.length);
       const again = channels.length > 0 ? connection.subscribe(...channels) : Promise.resolve();
       again.then(
-        () => this.#events.resubscribed(),
+        () => this.#inbox.resubscribed(),
         (error: Error) => {
-          this.#events.error(error);
-          this.#events.resubscribed();
+          this.#onError(error);
+          this.#inbox.resubscribed();
         },
       );
     });
@@ -60,20 +57,23 @@ export class Subscriber {
 
   /** Takes a reference on the channel; resolves once Redis confirmed the subscription. */
   async subscribe(channel: string): Promise<void> {
+    // After close(), never open a connection again: it would keep the process alive.
+    if (this.#closed) throw new LockError('The LockClient was closed', { code: 'ERR_LOCK_CLOSED' });
     let entry = this.#channels.get(channel);
     if (entry) {
       entry.refs++;
     } else {
-      const subscribed = this.#connection_()
+      const subscribed = this.#open()
         .subscribe(channel)
         .then(
           () => undefined,
           (error: unknown) => {
             if (this.#channels.get(channel) === entry) this.#channels.delete(channel);
-            throw new LockError(
-              `Cannot subscribe to "${channel}" to wait for the lock: ${error instanceof Error ? error.message : String(error)}`,
-              { cause: error },
-            );
+            const classified = classify(error, [channel], channel, this.#closed);
+            throw new LockError(`Cannot subscribe to "${channel}" to wait for the lock: ${errorMessage(error)}`, {
+              cause: error,
+              code: classified instanceof LockError ? classified.code : 'ERR_LOCK',
+            });
           },
         );
       entry = { refs: 1, subscribed };
@@ -96,11 +96,10 @@ export class Subscriber {
     this.#connection?.unsubscribe(channel).catch((error: Error) => log('unsubscribe %s failed: %s', channel, error.message));
   }
 
-  async close(): Promise<void> {
-    const connection = this.#connection;
+  close(): void {
+    this.#closed = true;
     this.#channels.clear();
-    if (!connection) return;
+    this.#connection?.disconnect();
     this.#connection = undefined;
-    connection.disconnect();
   }
 }

@@ -1,5 +1,5 @@
-// The one place that spells Redis key and channel names. The name sits in a hash tag, so all
-// three live in one Cluster slot.
+// The one place that spells the lock's Redis key and channel names. The name sits in a hash tag, so
+// all three live in one Cluster slot.
 
 export interface LockKeys {
   readonly lock: string;

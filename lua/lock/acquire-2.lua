@@ -1,0 +1,56 @@
+--[[
+  Takes a free lock for a new owner: the first acquisition of a hold (re-entry is reenter-2.lua).
+
+  Input:
+    KEYS[1] lock key: hash of owner field -> hold count
+    KEYS[2] fence key: string, the last fencing token issued for this lock
+    ARGV[1] owner field: "<clientId>:<contextId>", new for every attempt
+    ARGV[2] lease in milliseconds: the PEXPIRE of the lock key
+    ARGV[3] time to live of the fence key in milliseconds (at least the lease)
+
+  Output: a two-element array {acquired, value}
+    {0, pttl}   not acquired: someone holds it; pttl is its remaining lease in
+                milliseconds (-1 when the key has no expiry)
+    {1, token}  acquired; token is the new fencing token: max(last + 1, Redis TIME
+                in microseconds), an integer reply, or a decimal string when taken
+                from TIME (never a Lua float turned into a string, which would round
+                tokens above 10^14)
+    error       WRONGTYPE when either key holds another type (a foreign value under the
+                lock key is recognised when it has no expiry; one with an expiry is
+                waited out like a lock), or the fence key a string that is not a
+                number; nothing is written then
+]]
+local lockKey, fenceKey = KEYS[1], KEYS[2]
+local owner, leaseMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3]
+local rcall = redis.call
+
+-- PTTL answers both questions a first attempt needs: is it locked (-2: no), and for how long. The
+-- owner field is new, so a lock that exists is someone else's (the caller cleans up after an
+-- attempt that ioredis may have resent).
+local pttl = rcall('PTTL', lockKey)
+if pttl ~= -2 then
+  -- relock gives every lock an expiry: a key without one may be someone else's value.
+  if pttl == -1 and rcall('TYPE', lockKey)['ok'] ~= 'hash' then
+    return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock hash')
+  end
+  return {0, pttl}
+end
+
+-- Read and check the fence before any write: a script that fails half-way is not rolled back.
+local last = tonumber(rcall('GET', fenceKey) or '0')
+if not last then
+  return redis.error_reply('WRONGTYPE the fence key holds a string that is not a number')
+end
+local time = rcall('TIME')
+local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
+
+rcall('HSET', lockKey, owner, 1)
+rcall('PEXPIRE', lockKey, leaseMs)
+if last < nowUs then
+  local token = time[1] .. string.format('%06d', tonumber(time[2]))
+  rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
+  return {1, token}
+end
+local token = rcall('INCR', fenceKey)
+rcall('PEXPIRE', fenceKey, fenceTtlMs)
+return {1, token}

@@ -1,0 +1,100 @@
+// Every node:diagnostics_channel relock publishes on, in one object. Each publication sits behind
+// `hasSubscribers`, so nothing is built for a channel nobody listens to.
+import { channel, tracingChannel } from 'node:diagnostics_channel';
+
+/** The kinds of lock a diagnostics message can be about. */
+export type LockKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'multi-lock';
+
+/**
+ * The context object of `tracingChannel('relock:acquire')` and `tracingChannel('relock:release')`:
+ * the same object reaches `start`, `asyncStart`/`asyncEnd` (with `result`) and `error` (with `error`).
+ *
+ * @example
+ * ```ts
+ * import { tracingChannel } from 'node:diagnostics_channel';
+ * tracingChannel('relock:acquire').subscribe({
+ *   start() {}, end() {}, asyncStart() {}, error() {},
+ *   asyncEnd(ctx) { const c = ctx as AcquireTraceContext; console.log(c.name, c.waitedMs, c.fencingToken); },
+ * });
+ * ```
+ */
+export interface AcquireTraceContext {
+  /** The lock's name (a multi-lock's joined name). */
+  readonly name: string;
+  readonly kind: LockKind;
+  /** The `LockClient#id` of the client that acquires or releases. */
+  readonly clientId: string;
+  /** Set on success of an acquire: the lease's fencing token. */
+  fencingToken?: number;
+  /** Set on success of an acquire: milliseconds from the call to the lease. */
+  waitedMs?: number;
+}
+
+/**
+ * A message of `channel('relock:lost')`: a hold ended while held.
+ *
+ * @example
+ * ```ts
+ * diagnostics_channel.subscribe('relock:lost', (message) => metrics.lost.add(1, { name: (message as LostMessage).name }));
+ * ```
+ */
+export interface LostMessage {
+  readonly clientId: string;
+  readonly name: string;
+  /** Why: the `LockLostError` that `lease.signal` aborts with. */
+  readonly error: Error;
+}
+
+/**
+ * A message of `channel('relock:renew')`: one renewal batch went through.
+ *
+ * @example
+ * ```ts
+ * diagnostics_channel.subscribe('relock:renew', (message) => console.log((message as RenewMessage).names.length));
+ * ```
+ */
+export interface RenewMessage {
+  readonly clientId: string;
+  /** The names of the holds this batch renewed. */
+  readonly names: readonly string[];
+}
+
+/**
+ * A message of `channel('relock:wake')`: a release message reached this client's waiters of a lock.
+ *
+ * @example
+ * ```ts
+ * diagnostics_channel.subscribe('relock:wake', (message) => console.log('woken on', (message as WakeMessage).name));
+ * ```
+ */
+export interface WakeMessage {
+  readonly clientId: string;
+  readonly name: string;
+}
+
+export const diagnostics = {
+  acquire: tracingChannel<unknown, AcquireTraceContext & object>('relock:acquire'),
+  release: tracingChannel<unknown, AcquireTraceContext & object>('relock:release'),
+  lost: channel('relock:lost'),
+  renew: channel('relock:renew'),
+  wake: channel('relock:wake'),
+};
+
+/** Traces an acquire when someone listens; sets `fencingToken` and `waitedMs` on the context on success. */
+export function traceAcquire<T extends { readonly fencingToken: number }>(name: string, kind: LockKind, clientId: string, fn: () => Promise<T>): Promise<T> {
+  if (!diagnostics.acquire.hasSubscribers) return fn();
+  const context: AcquireTraceContext = { name, kind, clientId };
+  const startedAt = performance.now();
+  return diagnostics.acquire.tracePromise(async () => {
+    const lease = await fn();
+    context.fencingToken = lease.fencingToken;
+    context.waitedMs = performance.now() - startedAt;
+    return lease;
+  }, context);
+}
+
+/** Traces a release when someone listens. */
+export function traceRelease(name: string, kind: LockKind, clientId: string, fn: () => Promise<void>): Promise<void> {
+  if (!diagnostics.release.hasSubscribers) return fn();
+  return diagnostics.release.tracePromise(fn, { name, kind, clientId });
+}

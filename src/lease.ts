@@ -1,0 +1,101 @@
+// The Lease every primitive hands out, over a Hold: release one level (or the whole hold for the
+// outermost lease), run code in its context, and `await using`.
+import type { Lease } from './api.ts';
+import { traceRelease, type LockKind } from './diagnostics.ts';
+import { LockError, LockLostError, LockNotHeldError } from './errors.ts';
+import type { Hold } from './runtime/hold.ts';
+import { checkFunction } from './validate.ts';
+
+export class LeaseImpl implements Lease {
+  readonly holdCount: number;
+  readonly #hold: Hold;
+  readonly #kind: LockKind;
+  readonly #clientId: string;
+  readonly #closed: AbortSignal;
+  #released = false;
+
+  constructor(hold: Hold, holdCount: number, kind: LockKind, clientId: string, closed: AbortSignal) {
+    this.#hold = hold;
+    this.holdCount = holdCount;
+    this.#kind = kind;
+    this.#clientId = clientId;
+    this.#closed = closed;
+  }
+
+  get name(): string {
+    return this.#hold.name;
+  }
+
+  get fencingToken(): number {
+    return this.#hold.token;
+  }
+
+  get signal(): AbortSignal {
+    return this.#hold.signal;
+  }
+
+  /** Why the hold was lost, if it was (checked against the local deadline now), without making a signal. */
+  get lost(): LockLostError | undefined {
+    return this.#hold.check();
+  }
+
+  /** Whether release() went through (or is under way). */
+  get released(): boolean {
+    return this.#released;
+  }
+
+  async release(): Promise<void> {
+    if (this.#released) throw new LockNotHeldError(`This lease of lock "${this.name}" was released already`, { lockName: this.name });
+    if (this.#closed.aborted) {
+      throw new LockError(`The LockClient was closed: lock "${this.name}" is no longer renewed and ends with its lease`, {
+        lockName: this.name,
+        code: 'ERR_LOCK_CLOSED',
+      });
+    }
+    this.#released = true;
+    try {
+      // The outermost lease gives back the whole hold, whatever nested releases did.
+      await traceRelease(this.name, this.#kind, this.#clientId, () => this.#hold.release(this.holdCount === 1));
+    } catch (error) {
+      // A release that never reached Redis may be tried again.
+      if (!(error instanceof LockNotHeldError)) this.#released = false;
+      throw error;
+    }
+  }
+
+  async run<T>(fn: () => T | Promise<T>): Promise<T> {
+    checkFunction('fn', fn);
+    return this.#hold.run(fn);
+  }
+
+  /** Releases unless released already, or the client was closed (its holds then end with their leases). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.#released && !this.#closed.aborted) await this.release();
+  }
+}
+
+/** Runs `fn` in the lease's context and releases it; shared by every lock kind. */
+export async function runExclusive<T>(lease: LeaseImpl, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await lease.run(() => fn(lease));
+  } catch (error) {
+    if (!lease.released) await lease.release().catch(() => undefined);
+    throw error;
+  }
+  // fn released its own lease: nothing is left to release or to lose.
+  if (lease.released) return result;
+  const lost = lease.lost;
+  if (lost) {
+    await lease.release().catch(() => undefined);
+    throw lost;
+  }
+  try {
+    await lease.release();
+  } catch (error) {
+    // Gone by the time fn finished, unnoticed until now: the hold ended while fn ran.
+    if (!(error instanceof LockNotHeldError)) throw error;
+    throw new LockLostError(`Lock "${lease.name}" was lost while its callback ran`, { cause: error, lockName: lease.name });
+  }
+  return result;
+}

@@ -1,0 +1,91 @@
+// Typed wrappers of the lock's Lua scripts and reads: every reply gets a name here, so nothing above
+// compares raw numbers.
+import { LockError } from '../errors.ts';
+import * as lua from '../generated/lock.ts';
+import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import { defineScript, type ScriptRunner } from '../runtime/script.ts';
+import type { Renewable } from '../runtime/watchdog.ts';
+import type { LockKeys } from './keys.ts';
+
+/** What a first attempt got. */
+export type AcquireOutcome = { readonly kind: 'acquired'; readonly token: number } | { readonly kind: 'busy'; readonly pttlMs: number };
+
+function toToken(value: unknown, key: string): number {
+  const token = Number(value);
+  if (!Number.isSafeInteger(token) || token <= 0) {
+    throw new LockError(`Fencing token ${String(value)} of "${key}" is not a positive safe integer`, { code: 'ERR_LOCK_FENCE_OVERFLOW' });
+  }
+  return token;
+}
+
+const acquire = defineScript(lua.acquire, (reply) => reply as [number, number | string]);
+const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
+  const count = Number(reply);
+  return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
+});
+const release = defineScript(
+  lua.release,
+  (reply): ReleaseOutcome => {
+    const left = Number(reply);
+    return left < 0 ? { kind: 'gone' } : { kind: 'released', left };
+  },
+  1,
+);
+const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
+const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1, 1);
+
+export class LockCommands {
+  readonly #runner: ScriptRunner;
+  readonly #publish: string;
+
+  constructor(runner: ScriptRunner, publish: string) {
+    this.#runner = runner;
+    this.#publish = publish;
+  }
+
+  async acquire(keys: LockKeys, owner: string, leaseMs: number, fenceTtlMs: number): Promise<AcquireOutcome> {
+    const [acquired, value] = await this.#runner.run(acquire, [keys.lock, keys.fence], [owner, leaseMs, Math.max(fenceTtlMs, leaseMs)]);
+    return acquired === 1 ? { kind: 'acquired', token: toToken(value, keys.fence) } : { kind: 'busy', pttlMs: Number(value) };
+  }
+
+  reenter(keys: LockKeys, owner: string, believed: number, leaseMs: number | undefined): Promise<ReenterOutcome> {
+    return this.#runner.run(reenter, [keys.lock, keys.fence], [owner, leaseMs ?? 0, believed]);
+  }
+
+  release(keys: LockKeys, owner: string, believed: number, whole: boolean): Promise<ReleaseOutcome> {
+    return this.#runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, this.#publish, 'release']);
+  }
+
+  /** One flag per hold, in order: true where the owner still held the lock and its lease was renewed. */
+  renew(holds: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
+    return this.#runner.run(
+      renew,
+      holds.map((hold) => hold.key),
+      [leaseMs, ...holds.map((hold) => hold.owner)],
+    );
+  }
+
+  forceRelease(keys: LockKeys): Promise<boolean> {
+    return this.#runner.run(forceRelease, [keys.lock, keys.channel], [this.#publish, 'force']);
+  }
+
+  /** Whether the lock key holds a lock; a key of another type is an error, not a lock. */
+  async isLocked(keys: LockKeys): Promise<boolean> {
+    const kind = await this.#runner.read<string>('type', keys.lock);
+    if (kind === 'none' || kind === 'hash') return kind === 'hash';
+    throw new LockError(`Redis key "${keys.lock}" holds a ${kind}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
+      code: 'ERR_LOCK_WRONG_TYPE',
+    });
+  }
+
+  /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */
+  async remainingTtlMs(keys: LockKeys): Promise<number | null> {
+    const [locked, pttl] = await Promise.all([this.isLocked(keys), this.#runner.read<number>('pttl', keys.lock)]);
+    if (!locked || pttl === -2) return null;
+    return pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
+  }
+
+  async holdCount(keys: LockKeys, owner: string): Promise<number> {
+    return Number((await this.#runner.read<string | null>('hget', keys.lock, owner)) ?? 0);
+  }
+}

@@ -1,0 +1,154 @@
+// The reentrant lock: its attempt, re-entry and release in terms of the runtime.
+import type { Lease, Lock } from '../api.ts';
+import { traceAcquire } from '../diagnostics.ts';
+import { LockError, LockLostError, LockTimeoutError } from '../errors.ts';
+import { LeaseImpl, runExclusive } from '../lease.ts';
+import type { AcquireOptions, TryAcquireOptions } from '../options.ts';
+import { acquire, type Attempt } from '../runtime/acquire.ts';
+import { Hold, type HoldScripts } from '../runtime/hold.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import { wakeHead } from '../runtime/waiting.ts';
+import type { Renewer } from '../runtime/watchdog.ts';
+import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from '../validate.ts';
+import type { LockCommands } from './commands.ts';
+import { lockKeys, type LockKeys } from './keys.ts';
+
+/** What every lock of one client shares: its runtime, its commands, and the renewer of its holds. */
+export interface LockShared {
+  readonly runtime: Runtime;
+  readonly commands: LockCommands;
+  readonly renewer: Renewer;
+}
+
+export class LockImpl implements Lock {
+  readonly name: string;
+  readonly #shared: LockShared;
+  readonly #keys: LockKeys;
+  readonly #scripts: HoldScripts;
+
+  constructor(shared: LockShared, prefix: string, name: string) {
+    this.name = name;
+    this.#shared = shared;
+    this.#keys = lockKeys(prefix, name);
+    const { commands } = shared;
+    const keys = this.#keys;
+    this.#scripts = {
+      release: (hold, believed, whole) => commands.release(keys, hold.owner, believed, whole),
+      reenter: (hold, believed, leaseMs) => commands.reenter(keys, hold.owner, believed, leaseMs),
+    };
+  }
+
+  acquire(options?: AcquireOptions): Promise<Lease> {
+    try {
+      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal']);
+      const waitMs = checkWaitMs(o.waitMs);
+      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+      const signal = checkSignal(o.signal);
+      return traceAcquire(this.name, 'lock', this.#shared.runtime.clientId, () => this.#acquire(waitMs, leaseMs, signal));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async tryAcquire(options?: TryAcquireOptions): Promise<Lease | null> {
+    const o = checkOptions('tryAcquire()', options, ['leaseMs']);
+    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+    try {
+      return await traceAcquire(this.name, 'lock', this.#shared.runtime.clientId, () => this.#acquire(0, leaseMs, undefined));
+    } catch (error) {
+      if (error instanceof LockTimeoutError) return null;
+      throw error;
+    }
+  }
+
+  async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    checkFunction('fn', fn);
+    return runExclusive((await this.acquire(options)) as LeaseImpl, fn);
+  }
+
+  isLocked(): Promise<boolean> {
+    return this.#shared.commands.isLocked(this.#keys);
+  }
+
+  async isHeldByCurrentContext(): Promise<boolean> {
+    return (await this.holdCount()) > 0;
+  }
+
+  async holdCount(): Promise<number> {
+    const hold = this.#shared.runtime.context.find(this.#keys.lock);
+    return hold ? this.#shared.commands.holdCount(this.#keys, hold.owner) : 0;
+  }
+
+  remainingTtlMs(): Promise<number | null> {
+    return this.#shared.commands.remainingTtlMs(this.#keys);
+  }
+
+  async forceUnlock(): Promise<boolean> {
+    const deleted = await this.#shared.commands.forceRelease(this.#keys);
+    this.#shared.runtime.watchdog.loseKey(this.#keys.lock, new LockLostError(`Lock "${this.name}" was force-unlocked`, { lockName: this.name }));
+    return deleted;
+  }
+
+  async #acquire(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+    const { runtime } = this.#shared;
+    if (runtime.closed.aborted) throw runtime.closed.reason;
+    signal?.throwIfAborted();
+    const held = runtime.context.find(this.#keys.lock);
+    if (held) {
+      const count = await held.reenter(leaseMs);
+      // Released beside this call (its last release won the race): the lock is taken afresh.
+      if (count !== undefined) return new LeaseImpl(held, count, 'lock', runtime.clientId, runtime.closed);
+    }
+    return acquire(runtime, {
+      name: this.name,
+      waitMs,
+      signal,
+      channel: this.#keys.channel,
+      rule: wakeHead,
+      need: 1,
+      key: this.#keys.lock,
+      leaseMs: leaseMs ?? runtime.leaseMs,
+      attempt: () => this.#attempt(leaseMs),
+      giveBack: (lease) => void (lease as LeaseImpl).release().catch(() => undefined),
+    });
+  }
+
+  /** One acquire script call for a fresh hold (a new context id each time). */
+  async #attempt(leaseMs: number | undefined): Promise<Attempt<Lease>> {
+    const { runtime, commands, renewer } = this.#shared;
+    const { watchdog, runner } = runtime;
+    const lease = leaseMs ?? runtime.leaseMs;
+    const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
+    // Renewal is registered before the acquire is sent, and only while an attempt is out: a waiter
+    // between attempts holds nothing to renew.
+    if (hold.renewable) watchdog.add(hold);
+    const sentAt = watchdog.clock.now();
+    const mark = runner.mark();
+    let outcome;
+    try {
+      outcome = await commands.acquire(this.#keys, hold.owner, lease, runtime.fenceTtlMs);
+    } catch (error) {
+      watchdog.delete(hold);
+      // No answer is not "not taken": the script may still run after a client-side timeout. The
+      // owner id is this attempt's alone, so giving it back is safe whatever happened.
+      if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') commands.release(this.#keys, hold.owner, 1, true).catch(() => undefined);
+      throw error;
+    }
+    if (outcome.kind === 'busy') {
+      watchdog.delete(hold);
+      // After a reconnect, ioredis may have resent this attempt after a first send that took the
+      // lock: the script then saw the lock held (by this very owner). Give that phantom back.
+      if (runner.maybeResent(mark)) commands.release(this.#keys, hold.owner, 1, true).catch(() => undefined);
+      // Sleep until the holder's lease ends, a millisecond more (a Node timer may fire up to one early
+      // against Redis's expiry); a key without expiry is retried after a whole lease.
+      return { kind: 'busy', retryMs: outcome.pttlMs >= 0 ? outcome.pttlMs + 1 : runtime.leaseMs };
+    }
+    hold.acquired(outcome.token, sentAt, lease);
+    if (watchdog.clock.now() >= hold.deadline) {
+      // The reply came so late that the lease it began may be over already: never hand out a lost lease.
+      hold.giveBack().catch(() => undefined);
+      return { kind: 'late' };
+    }
+    return { kind: 'acquired', value: new LeaseImpl(hold, 1, 'lock', runtime.clientId, runtime.closed) };
+  }
+}

@@ -1,0 +1,205 @@
+// The acquire frame every primitive shares: closed and abort checks, waitMs, the pending set that
+// close() aborts, and the attempt-sleep loop over an attempt() the primitive supplies.
+import pTimeout from 'p-timeout';
+import { LockError, LockTimeoutError } from '../errors.ts';
+import type { Runtime } from './runtime.ts';
+import { Waiter } from './waiter.ts';
+import type { WakeRule } from './waiting.ts';
+
+/** What one attempt of a primitive gave. */
+export type Attempt<T> =
+  | { readonly kind: 'acquired'; readonly value: T }
+  /** Someone else holds it: try again when woken, or after `retryMs` (the holder's lease) at the latest. */
+  | { readonly kind: 'busy'; readonly retryMs: number }
+  /** A fixed lease ended before the reply arrived: the hold was given back. */
+  | { readonly kind: 'late' };
+
+export interface AcquireRequest<T> {
+  readonly name: string;
+  readonly waitMs: number;
+  readonly signal: AbortSignal | undefined;
+  /** The channel its releases are published on, and whom a message there wakes. */
+  readonly channel: string;
+  readonly rule: WakeRule;
+  /** What the waiter needs (permits); 1 for a lock. */
+  readonly need: number;
+  /** The key that tells whether this client itself holds the lock (the self-wait warning). */
+  readonly key: string;
+  /** The lease the acquired value holds: it bounds the next local waiter's sleep. */
+  readonly leaseMs: number;
+  attempt(): Promise<Attempt<T>>;
+  /** Gives back a value nobody will own: the wait gave up while its attempt was out. */
+  giveBack(value: T): void;
+}
+
+/** Fixed leases that end before the reply this many times in a row fail the acquire. */
+const MAX_LATE = 3;
+/** Retries after a connection failure, while a finite wait lasts: 100, 200, 400 ... 1000 ms. */
+const backoffMs = (failures: number) => Math.min(1_000, 100 * 2 ** Math.min(failures, 4));
+
+const noop = () => undefined;
+
+/** One 'abort' listener per signal, however many waits share it (no MaxListenersExceededWarning). */
+const fanouts = new WeakMap<AbortSignal, Set<() => void>>();
+
+function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  let listeners = fanouts.get(signal);
+  if (!listeners) {
+    const created = new Set<() => void>();
+    const fire = () => {
+      fanouts.delete(signal);
+      for (const listener of created) listener();
+    };
+    signal.addEventListener('abort', fire, { once: true });
+    fanouts.set(signal, (listeners = created));
+  }
+  listeners.add(fn);
+  const own = listeners;
+  return () => void own.delete(fn);
+}
+
+/** The promise, or a rejection with the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener('abort', abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
+/** What a wait has seen, for the error it ends with. */
+interface WaitState {
+  /** The last connection failure, while retrying it. */
+  unreachable: LockError | undefined;
+  /** An attempt is out now. */
+  inFlight: boolean;
+}
+
+function isUnreachable(error: unknown): error is LockError {
+  return error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE';
+}
+
+export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<T> {
+  const { closed, pending } = runtime;
+  if (closed.aborted) throw closed.reason;
+  request.signal?.throwIfAborted();
+  runtime.firstUse();
+  // One controller ends this acquire: the caller's signal, close() (which aborts every pending one
+  // from a set), or the timeout.
+  const stop = new AbortController();
+  const signal = request.signal;
+  const unlisten = signal ? onAbort(signal, () => stop.abort(signal.reason)) : undefined;
+  pending.add(stop);
+  const state: WaitState = { unreachable: undefined, inFlight: false };
+  const waiting = wait(runtime, request, stop.signal, state);
+  try {
+    // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
+    // one without a finite wait, where only the signals can end it.
+    if (request.waitMs === 0 || request.waitMs === Number.POSITIVE_INFINITY) return await untilAborted(waiting, stop.signal);
+    return await pTimeout(waiting, {
+      milliseconds: request.waitMs,
+      fallback: () => {
+        throw timeoutError(runtime, request, state);
+      },
+      signal: stop.signal,
+    });
+  } catch (error) {
+    stop.abort(error);
+    // Whatever the wait still brings is nobody's now: give it back.
+    waiting.then((value) => request.giveBack(value), noop);
+    throw error;
+  } finally {
+    pending.delete(stop);
+    unlisten?.();
+  }
+}
+
+/** The error a finite wait ends with: a timeout, or Redis unreachable when that is why. */
+function timeoutError(runtime: Runtime, request: AcquireRequest<unknown>, state: WaitState): LockError {
+  const { name, waitMs } = request;
+  if (state.unreachable || (state.inFlight && !runtime.runner.ready)) {
+    const cause = state.unreachable?.cause ?? runtime.runner.unreachableCause();
+    return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: Redis could not be reached (${(cause as Error).message})`, {
+      cause,
+      lockName: name,
+      code: 'ERR_LOCK_UNREACHABLE',
+    });
+  }
+  return new LockTimeoutError(`Lock "${name}" was not acquired within ${waitMs} ms: it is held`, { lockName: name });
+}
+
+/** Try, then subscribe, queue, and sleep between tries, until acquired or stopped. */
+async function wait<T>(runtime: Runtime, request: AcquireRequest<T>, stop: AbortSignal, state: WaitState): Promise<T> {
+  const { waiting, watchdog } = runtime;
+  const { channel, waitMs } = request;
+  const finite = waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
+  const startedAt = watchdog.clock.now();
+  let waiter: Waiter | undefined;
+  let entered = false;
+  let acquired = false;
+  let late = 0;
+  let failures = 0;
+  let hint = runtime.leaseMs;
+  // Barge only when no local waiter is queued for this lock (or when trying once).
+  let tryNow = waitMs === 0 || waiting.isEmpty(channel);
+  try {
+    for (;;) {
+      if (tryNow) {
+        let outcome: Attempt<T>;
+        state.inFlight = true;
+        try {
+          outcome = await request.attempt();
+          failures = 0;
+          state.unreachable = undefined;
+        } catch (error) {
+          // A finite wait rides out a connection failure until it ends; the others fail fast.
+          if (!finite || !isUnreachable(error)) throw error;
+          state.unreachable = error;
+          outcome = { kind: 'busy', retryMs: backoffMs(failures++) };
+        } finally {
+          state.inFlight = false;
+        }
+        if (outcome.kind === 'acquired') {
+          acquired = true;
+          return outcome.value;
+        }
+        if (outcome.kind === 'late') {
+          if (++late >= MAX_LATE) throw leaseTooShort(request.name, late);
+          continue;
+        }
+        late = 0;
+        if (waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
+        hint = outcome.retryMs;
+      }
+      if (!entered) {
+        waiter ??= new Waiter(request.need, watchdog.clock);
+        try {
+          tryNow = await waiting.enter(channel, waiter, request.rule, request.name);
+          entered = true;
+        } catch (error) {
+          if (!finite || !isUnreachable(error)) throw error;
+          state.unreachable = error;
+          hint = backoffMs(failures++);
+          tryNow = true;
+        }
+        stop.throwIfAborted();
+        // The head tries at once: a release may have slipped between the first try and SUBSCRIBE.
+        if (entered && tryNow) continue;
+      }
+      // The `await using` trap: a hold of this very client, taken before this wait began, has not been
+      // let go for a whole lease: the waiter is most likely the holder's own code.
+      if (watchdog.clock.now() - startedAt > runtime.leaseMs && watchdog.heldSince(request.key, startedAt)) runtime.warnSelfWait(request.name);
+      await waiter!.sleep(hint, stop);
+      tryNow = true;
+    }
+  } finally {
+    if (entered) waiting.leave(channel, waiter!, acquired ? request.leaseMs : undefined);
+  }
+}
+
+function leaseTooShort(name: string, times: number): LockError {
+  return new LockError(
+    `Lock "${name}": its fixed leaseMs ended before Redis's reply arrived, ${times} times in a row; use a longer leaseMs (or the watchdog)`,
+    { lockName: name, code: 'ERR_LOCK_LEASE_TOO_SHORT' },
+  );
+}

@@ -1,0 +1,185 @@
+// One owner's hold on one lock, shared by the leases of its nested acquisitions: its state, and the
+// transitions that change it (acquired, re-entered, released one level or whole, lost).
+import { randomUUID } from 'node:crypto';
+import { Mutex } from 'async-mutex';
+import { diagnostics, type LostMessage } from '../diagnostics.ts';
+import { LockError, LockLostError, LockNotHeldError } from '../errors.ts';
+import type { Runtime } from './runtime.ts';
+import type { Renewable, Renewer } from './watchdog.ts';
+
+/** What a release script answered: the owner's count left, or that the owner held nothing. */
+export type ReleaseOutcome = { readonly kind: 'released'; readonly left: number } | { readonly kind: 'gone' };
+/** What a re-entry script answered: the owner's count now, or that the owner held nothing. */
+export type ReenterOutcome = { readonly kind: 'entered'; readonly count: number } | { readonly kind: 'gone' };
+
+/** The scripts a primitive runs for a hold; the hold decides when. */
+export interface HoldScripts {
+  /** One level (whole false), or every level (whole true: the outermost lease). */
+  release(hold: Hold, believed: number, whole: boolean): Promise<ReleaseOutcome>;
+  /** One more level, lengthening a fixed lease to `leaseMs` (never shortening). */
+  reenter?(hold: Hold, believed: number, leaseMs: number | undefined): Promise<ReenterOutcome>;
+}
+
+export interface HoldInit {
+  readonly name: string;
+  /** The key force-unlocking ends, and the scope key of reentrancy. */
+  readonly key: string;
+  readonly renewer: Renewer;
+  readonly scripts: HoldScripts;
+  /** Kept alive by the watchdog (true) or a fixed lease (false). */
+  readonly renewable: boolean;
+}
+
+export class Hold implements Renewable {
+  readonly name: string;
+  readonly key: string;
+  readonly owner: string;
+  readonly renewer: Renewer;
+  renewable: boolean;
+  held = false;
+  deadline = Number.POSITIVE_INFINITY;
+  acquiredAt = Number.POSITIVE_INFINITY;
+  count = 0;
+  token = 0;
+  /** Why the hold was lost, once it was. */
+  lost: LockLostError | undefined;
+  readonly #runtime: Runtime;
+  readonly #scripts: HoldScripts;
+  /** Made when someone first asks for the signal: most leases are released without anyone asking. */
+  #controller: AbortController | undefined;
+  #mutex: Mutex | undefined;
+
+  constructor(runtime: Runtime, init: HoldInit) {
+    this.#runtime = runtime;
+    this.#scripts = init.scripts;
+    this.name = init.name;
+    this.key = init.key;
+    this.renewer = init.renewer;
+    this.renewable = init.renewable;
+    this.owner = `${runtime.clientId}:${randomUUID()}`;
+  }
+
+  lose(error: LockLostError): void {
+    if (this.lost) return;
+    this.lost = error;
+    this.#controller?.abort(error);
+    if (diagnostics.lost.hasSubscribers) diagnostics.lost.publish({ clientId: this.#runtime.clientId, name: this.name, error } satisfies LostMessage);
+  }
+
+  /** The loss, checked against the local deadline now: after a long event-loop block the timer may not have fired yet. */
+  check(): LockLostError | undefined {
+    if (!this.lost && this.held && this.#runtime.watchdog.clock.now() >= this.deadline) {
+      this.#runtime.watchdog.lose(this, new LockLostError(`Lock "${this.name}" reached the end of its lease`, { lockName: this.name }));
+    }
+    return this.lost;
+  }
+
+  get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    const lost = this.check();
+    if (lost && !this.#controller.signal.aborted) this.#controller.abort(lost);
+    return this.#controller.signal;
+  }
+
+  /** Serialises re-entries and releases, so each sends the count the one before left. */
+  #serial<T>(fn: () => Promise<T>): Promise<T> {
+    this.#mutex ??= new Mutex();
+    return this.#mutex.runExclusive(fn);
+  }
+
+  /** The first acquisition went through: the command that took it was sent at `sentAt`. */
+  acquired(token: number, sentAt: number, leaseMs: number): void {
+    this.count = 1;
+    this.token = token;
+    this.held = true;
+    this.acquiredAt = sentAt;
+    this.#runtime.watchdog.leaseFrom(this, sentAt, leaseMs);
+  }
+
+  /** Runs `fn` in an async context where this hold is the current one for its key. */
+  run<T>(fn: () => T | Promise<T>): Promise<T> {
+    return this.#runtime.context.run(this.key, this, fn);
+  }
+
+  /**
+   * One more level of this hold. Resolves to the new count, or to undefined when the hold was released
+   * meanwhile (the caller then takes the lock afresh).
+   */
+  reenter(leaseMs: number | undefined): Promise<number | undefined> {
+    return this.#serial(async () => {
+      if (this.check()) throw this.lost;
+      if (this.count === 0) return undefined;
+      const { watchdog } = this.#runtime;
+      const sentAt = watchdog.clock.now();
+      const believed = this.count;
+      let outcome: ReenterOutcome;
+      try {
+        outcome = await this.#scripts.reenter!(this, believed, leaseMs);
+      } catch (error) {
+        // No answer (a client-side timeout): the script may still run later. A release that expects
+        // one level more gives that level back if it was taken, and changes nothing if not.
+        if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') {
+          await this.#scripts.release(this, believed + 1, false).catch(() => undefined);
+        }
+        throw error;
+      }
+      if (outcome.kind === 'gone') {
+        const error = new LockLostError(`Lock "${this.name}" was lost before a nested acquire`, { lockName: this.name });
+        this.count = 0;
+        watchdog.lose(this, error);
+        throw error;
+      }
+      this.count = outcome.count;
+      // The script only ever lengthens a fixed lease; so does the local deadline.
+      if (leaseMs !== undefined && !this.renewable) watchdog.lengthen(this, sentAt, leaseMs);
+      return outcome.count;
+    });
+  }
+
+  /**
+   * Gives back one level of the hold, or all of it for the outermost lease (`whole`): then renewal
+   * stops before the release is sent, whether it succeeds or not, and the owner's field goes
+   * whatever its count (a nested release that failed cannot leave it held).
+   */
+  release(whole: boolean): Promise<void> {
+    return this.#serial(async () => {
+      const { watchdog, runner } = this.#runtime;
+      const believed = this.count;
+      if (believed === 0) throw this.notHeld();
+      if (whole || believed === 1) {
+        // Renewal is cancelled before the release is sent, and one in flight lands first. A lost hold
+        // skips the wait: its renewal may hang on an unreachable Redis, and there is nothing to protect.
+        watchdog.stopRenewing(this);
+        if (!this.lost) await watchdog.settled();
+      }
+      const lostBefore = this.lost !== undefined;
+      const mark = runner.mark();
+      let outcome = await this.#scripts.release(this, believed, whole);
+      if (outcome.kind === 'gone' && (whole || believed === 1) && !lostBefore && runner.maybeResent(mark)) {
+        // The connection dropped while the release was out and ioredis sent it again: the first
+        // attempt went through, so the retry found nothing. (Not for a hold already signalled lost:
+        // that one was gone before the release was sent.)
+        outcome = { kind: 'released', left: 0 };
+      }
+      if (outcome.kind === 'gone') {
+        this.count = 0;
+        watchdog.lose(this, new LockLostError(`Lock "${this.name}" was lost before its release`, { lockName: this.name }));
+        throw this.notHeld();
+      }
+      this.count = outcome.left;
+      if (outcome.left === 0) {
+        this.held = false;
+        watchdog.delete(this);
+      }
+    });
+  }
+
+  /** Gives back a hold nobody will own (its acquire gave up meanwhile); errors are only logged by the caller. */
+  giveBack(): Promise<void> {
+    return this.release(true);
+  }
+
+  notHeld(): LockNotHeldError {
+    return new LockNotHeldError(`Lock "${this.name}" is not held by this owner (expired, force-unlocked, or released)`, { lockName: this.name });
+  }
+}

@@ -1,0 +1,137 @@
+// The runtime a primitive gets from its client: the script runner, the waiting room (with the
+// subscriber behind it), the watchdog, the async context, and the client's lifecycle. A primitive
+// reaches Redis only through it.
+import type { EventEmitter } from 'node:events';
+import { debuglog } from 'node:util';
+import { LockError, type LockLostError } from '../errors.ts';
+import type { RedisClient } from '../options.ts';
+import { Context } from './context.ts';
+import { ScriptRunner } from './script.ts';
+import { Subscriber } from './subscriber.ts';
+import { systemClock, type Clock } from './waiter.ts';
+import { WaitingRoom } from './waiting.ts';
+import { Watchdog } from './watchdog.ts';
+
+const log = debuglog('relock:runtime');
+
+export interface RuntimeOptions {
+  readonly clientId: string;
+  readonly leaseMs: number;
+  readonly fenceTtlMs: number;
+  /** The command connection. */
+  readonly redis: RedisClient;
+  /** Opens the subscriber connection (at the first wait). */
+  readonly connectSubscriber: () => RedisClient;
+  /** Where 'error' and 'warning' events go (the LockClient). */
+  readonly events: EventEmitter;
+  readonly clock?: Clock | undefined;
+}
+
+export class Runtime {
+  readonly clientId: string;
+  readonly leaseMs: number;
+  readonly fenceTtlMs: number;
+  /** A Cluster: one slot per script call, so renewals go one hold per call. */
+  readonly cluster: boolean;
+  /** The command a release publishes with. */
+  readonly publish = 'publish';
+  readonly runner: ScriptRunner;
+  readonly waiting: WaitingRoom;
+  readonly watchdog: Watchdog;
+  readonly context = new Context();
+  /** The controllers of the acquires under way: close() aborts them all. */
+  readonly pending = new Set<AbortController>();
+  readonly #closer = new AbortController();
+  readonly #redis: RedisClient;
+  readonly #events: EventEmitter;
+  readonly #subscriber: Subscriber;
+  #used = false;
+  #warnedSelfWait = false;
+
+  constructor(options: RuntimeOptions) {
+    this.clientId = options.clientId;
+    this.leaseMs = options.leaseMs;
+    this.fenceTtlMs = options.fenceTtlMs;
+    this.#redis = options.redis;
+    this.#events = options.events;
+    this.cluster = options.redis.isCluster === true;
+    const onError = (error: Error) => this.error(error);
+    this.runner = new ScriptRunner(options.redis, this.#closer.signal);
+    this.waiting = new WaitingRoom(this.clientId);
+    this.#subscriber = new Subscriber(options.connectSubscriber, this.waiting, onError);
+    this.waiting.attach(this.#subscriber);
+    this.watchdog = new Watchdog({ leaseMs: this.leaseMs, clientId: this.clientId, onError, clock: options.clock ?? systemClock });
+  }
+
+  /** Aborted by close(), with the error pending waits reject with. */
+  get closed(): AbortSignal {
+    return this.#closer.signal;
+  }
+
+  /** Reports an error: an 'error' event when someone listens, else only the debug log. */
+  error(error: Error): void {
+    log('%s', error.message);
+    if (this.#events.listenerCount('error') > 0) this.#events.emit('error', error);
+  }
+
+  warn(warning: LockError): void {
+    log('%s', warning.message);
+    this.#events.emit('warning', warning);
+  }
+
+  /** Called before every acquire; checks the server once, beside the first one. */
+  firstUse(): void {
+    if (this.#used) return;
+    this.#used = true;
+    this.#checkEviction();
+  }
+
+  /**
+   * Once per client: an acquire has waited longer than a lease for a lock this client holds. That is
+   * the `await using` trap: the holder's context is not the waiter's, so it cannot re-enter.
+   */
+  warnSelfWait(name: string): void {
+    if (this.#warnedSelfWait) return;
+    this.#warnedSelfWait = true;
+    const warning = new LockError(
+      `An acquire of lock "${name}" has waited longer than the lease (${this.leaseMs} ms) while this LockClient itself holds that lock: ` +
+        'a nested acquire re-enters only inside the holder\'s context (runExclusive, or lease.run()), not after `await using lease = await lock.acquire()`. ' +
+        'Wrap the nested code in lease.run(() => ...).',
+      { lockName: name, code: 'ERR_LOCK_SELF_WAIT' },
+    );
+    this.warn(warning);
+    process.emitWarning(warning.message, { type: 'RelockWarning', code: warning.code });
+  }
+
+  /**
+   * An evicted lock key is a lock silently lost: warn when the server's maxmemory-policy may evict
+   * keys with a TTL (every lock key has one). A server that refuses CONFIG (ACL, managed Redis) is
+   * not second-guessed.
+   */
+  #checkEviction(): void {
+    const config = (this.#redis as { config?: (...args: string[]) => Promise<unknown> }).config;
+    if (typeof config !== 'function' || this.cluster) return;
+    config.call(this.#redis, 'GET', 'maxmemory-policy').then(
+      (reply) => {
+        // RESP2 answers [name, value]; RESP3 a map.
+        const policy = String((Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.['maxmemory-policy']) ?? '');
+        if (policy === '' || policy === 'noeviction') return;
+        this.warn(
+          new LockError(
+            `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict lock keys, and an evicted lock is silently lost. Use "noeviction" on the Redis that holds locks.`,
+            { code: 'ERR_LOCK_EVICTION_POLICY' },
+          ),
+        );
+      },
+      (error: Error) => log('CONFIG GET maxmemory-policy failed: %s', error.message),
+    );
+  }
+
+  /** Ends every pending wait with `reason`, stops the watchdog and the subscriber. */
+  close(reason: Error, lost: LockLostError): void {
+    this.#closer.abort(reason);
+    for (const stop of this.pending) stop.abort(reason);
+    this.watchdog.stop(lost);
+    this.#subscriber.close();
+  }
+}

@@ -1,0 +1,149 @@
+// Runs Lua scripts and the few plain reads: EVALSHA first, EVAL only when Redis answers NOSCRIPT,
+// nothing ever added to the client. Replies get names here (each primitive's decoder), errors get
+// a code, and "may this call have been sent twice?" is answered here.
+import { LockError } from '../errors.ts';
+import type { RedisClient } from '../options.ts';
+
+/** A script as scripts/gen-lua.mjs inlines it. */
+export interface ScriptSource {
+  readonly file: string;
+  readonly numberOfKeys: number | null;
+  readonly sha1: string;
+  readonly source: string;
+}
+
+/** A script with the decoder that names its replies, and which of its keys is a pub/sub channel. */
+export interface Script<Out> {
+  readonly source: ScriptSource;
+  readonly decode: (reply: unknown) => Out;
+  /** Index (0-based) of the channel among the keys, for error messages. */
+  readonly channelKey: number | undefined;
+}
+
+export function defineScript<Out>(source: ScriptSource, decode: (reply: unknown) => Out, channelKey?: number): Script<Out> {
+  return { source, decode, channelKey };
+}
+
+/**
+ * What relock knows of a connection, shared by every LockClient on it: one 'close' listener per
+ * connection, however many clients use it (no MaxListenersExceededWarning with 50 of them).
+ */
+export interface ConnectionWatch {
+  /** How often the connection has closed so far: a change while a command was out means ioredis may have sent it twice. */
+  drops: number;
+  /** The last connection error seen (only on connections relock made: it listens on those). */
+  lastError: Error | undefined;
+}
+
+const watches = new WeakMap<object, ConnectionWatch>();
+
+export function watchConnection(redis: RedisClient): ConnectionWatch {
+  let watch = watches.get(redis);
+  if (!watch) {
+    const created: ConnectionWatch = { drops: 0, lastError: undefined };
+    redis.on('close', () => created.drops++);
+    watches.set(redis, (watch = created));
+  }
+  return watch;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A reply error from Redis (the server answered), as opposed to a connection that failed. */
+function isReplyError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
+/** An ACL refusal, of a command, a key or a channel. */
+export function isAclError(error: unknown): boolean {
+  return /NOPERM|can't publish to the channel|no permissions/i.test(errorMessage(error));
+}
+
+/**
+ * Gives a failure its code. A WRONGTYPE means the key space holds something else under relock's keys
+ * (scripts check before they write, so nothing changed); an ACL refusal stops a script before any
+ * write; anything that is not an answer from Redis means Redis was not reached in time.
+ */
+export function classify(error: unknown, keys: readonly string[], channel: string | undefined, closed: boolean): unknown {
+  if (error instanceof LockError) return error;
+  const message = errorMessage(error);
+  if (message.includes('WRONGTYPE')) {
+    return new LockError(`Redis key ${keys.map((key) => `"${key}"`).join(' or ')} holds a value that is not relock's (WRONGTYPE); relock left it untouched`, {
+      cause: error,
+      code: 'ERR_LOCK_WRONG_TYPE',
+    });
+  }
+  if (isAclError(error)) {
+    const what = channel && /publish|channel/i.test(message) ? `publish on "${channel}"` : `use ${keys.map((key) => `"${key}"`).join(', ')}`;
+    return new LockError(`Not allowed to ${what} (ACL: ${message}): grant the key pattern ~<prefix>:* and the channel pattern &<prefix>:*; nothing was changed`, {
+      cause: error,
+      code: 'ERR_LOCK_FORBIDDEN',
+    });
+  }
+  if (isReplyError(error)) return error;
+  if (closed) return new LockError('The LockClient was closed', { cause: error, code: 'ERR_LOCK_CLOSED' });
+  return new LockError(`Redis could not be reached: ${message}`, { cause: error, code: 'ERR_LOCK_UNREACHABLE' });
+}
+
+/** Sends scripts and reads over one command connection. */
+export class ScriptRunner {
+  readonly #redis: RedisClient;
+  readonly #watch: ConnectionWatch;
+  readonly #closed: AbortSignal;
+
+  constructor(redis: RedisClient, closed: AbortSignal) {
+    this.#redis = redis;
+    this.#watch = watchConnection(redis);
+    this.#closed = closed;
+  }
+
+  /** The connection's drop count now: pass it to maybeResent() after the reply. */
+  mark(): number {
+    return this.#watch.drops;
+  }
+
+  /** Whether the connection dropped since `mark`: ioredis then resends what was unanswered, so a script may have run twice. */
+  maybeResent(mark: number): boolean {
+    return this.#watch.drops !== mark;
+  }
+
+  /** Whether the connection is up now (commands are not queued offline). */
+  get ready(): boolean {
+    return this.#redis.status === undefined || this.#redis.status === 'ready';
+  }
+
+  /** Why Redis seems unreachable now: the last connection error, or the connection's state. */
+  unreachableCause(): Error {
+    return this.#watch.lastError ?? new Error(`the connection is ${this.#redis.status ?? 'not ready'}`);
+  }
+
+  async run<Out>(script: Script<Out>, keys: readonly string[], args: readonly (string | number)[]): Promise<Out> {
+    const { source } = script;
+    if (source.numberOfKeys !== null && keys.length !== source.numberOfKeys) {
+      throw new Error(`${source.file} takes ${source.numberOfKeys} keys, got ${keys.length}`);
+    }
+    let reply: unknown;
+    try {
+      try {
+        reply = await this.#redis.evalsha(source.sha1, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!errorMessage(error).includes('NOSCRIPT')) throw error;
+        reply = await this.#redis.eval(source.source, keys.length, ...keys, ...args);
+      }
+    } catch (error) {
+      throw classify(error, keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
+    }
+    return script.decode(reply);
+  }
+
+  /** A plain read, with errors classified as a script's are. */
+  async read<T>(command: 'type' | 'pttl' | 'hget' | 'hgetall', key: string, ...args: string[]): Promise<T> {
+    try {
+      return (await (this.#redis[command] as (...a: string[]) => Promise<T>).call(this.#redis, key, ...args)) as T;
+    } catch (error) {
+      throw classify(error, [key], undefined, this.#closed.aborted);
+    }
+  }
+}

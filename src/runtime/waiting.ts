@@ -1,0 +1,94 @@
+// The waiting room: per channel, one subscription (reference-counted by the subscriber) and one
+// local FIFO queue of waiters. A message on a channel goes to that channel's wake rule.
+import { diagnostics, type WakeMessage } from '../diagnostics.ts';
+import type { Subscriber } from './subscriber.ts';
+import type { Waiter } from './waiter.ts';
+
+/** Decides whom a message on a channel wakes. */
+export type WakeRule = (queue: readonly Waiter[], message: string) => void;
+
+/** The rule of an exclusive lock: a release wakes the head of the queue, not the whole herd. */
+export const wakeHead: WakeRule = (queue) => queue[0]?.wake();
+
+/** Where a message is delivered: the subscriber calls these. */
+export interface Inbox {
+  message(channel: string, message: string): void;
+  /** Messages may have been lost (the subscriber reconnected): every waiter tries again. */
+  resubscribed(): void;
+}
+
+interface Room {
+  readonly queue: Waiter[];
+  readonly rule: WakeRule;
+  /** The lock's name, for diagnostics. */
+  readonly name: string;
+}
+
+export class WaitingRoom implements Inbox {
+  readonly #rooms = new Map<string, Room>();
+  readonly #clientId: string;
+  #subscriber: Subscriber | undefined;
+
+  constructor(clientId: string) {
+    this.#clientId = clientId;
+  }
+
+  /** Set once by the runtime: the room and its subscriber point at each other. */
+  attach(subscriber: Subscriber): void {
+    this.#subscriber = subscriber;
+  }
+
+  isEmpty(channel: string): boolean {
+    return !this.#rooms.has(channel);
+  }
+
+  /**
+   * Subscribes (once per channel) and queues the waiter at the tail; resolves to whether it is the
+   * head. A failed subscription leaves nothing queued or subscribed.
+   */
+  async enter(channel: string, waiter: Waiter, rule: WakeRule, name: string): Promise<boolean> {
+    await this.#subscriber!.subscribe(channel);
+    const room = this.#rooms.get(channel);
+    if (room) {
+      room.queue.push(waiter);
+      return false;
+    }
+    this.#rooms.set(channel, { queue: [waiter], rule, name });
+    return true;
+  }
+
+  /**
+   * Removes a waiter and drops its subscription reference. A head that leaves without the lock may
+   * have swallowed a wake-up meant for the queue, so the next head is woken to try in its place. A
+   * head that leaves with the lock, for a lease of `leaseMs`, bounds the next head's sleep by that
+   * lease: if the hold ends by expiry, nothing is published.
+   */
+  leave(channel: string, waiter: Waiter, leaseMs?: number): void {
+    const room = this.#rooms.get(channel);
+    const index = room?.queue.indexOf(waiter) ?? -1;
+    if (!room || index < 0) return;
+    room.queue.splice(index, 1);
+    this.#subscriber!.unsubscribe(channel);
+    if (room.queue.length === 0) this.#rooms.delete(channel);
+    else if (index === 0 && leaseMs === undefined) room.queue[0]?.wake();
+    else if (index === 0) room.queue[0]?.shorten(leaseMs!);
+  }
+
+  message(channel: string, message: string): void {
+    const room = this.#rooms.get(channel);
+    if (!room) return;
+    if (diagnostics.wake.hasSubscribers) diagnostics.wake.publish({ clientId: this.#clientId, name: room.name } satisfies WakeMessage);
+    room.rule(room.queue, message);
+  }
+
+  resubscribed(): void {
+    for (const room of this.#rooms.values()) for (const waiter of room.queue) waiter.wake();
+  }
+
+  /** How many waiters are queued, over all channels. */
+  get size(): number {
+    let size = 0;
+    for (const room of this.#rooms.values()) size += room.queue.length;
+    return size;
+  }
+}

@@ -1,0 +1,214 @@
+// One timer per client: renews every renewable hold in batches through its primitive's renewer, and
+// signals a hold as lost when it could not be renewed before its lease would end (or, for a fixed
+// lease, when it ends).
+import { debuglog } from 'node:util';
+import { diagnostics, type RenewMessage } from '../diagnostics.ts';
+import { LockLostError } from '../errors.ts';
+import { systemClock, type Clock } from './waiter.ts';
+
+const log = debuglog('relock:watchdog');
+
+/** Renews one primitive's holds: one script call per batch. */
+export interface Renewer {
+  /** One flag per hold, in order: true where the hold was still there and got a new lease. */
+  renew(batch: readonly Renewable[], leaseMs: number): Promise<boolean[]>;
+  /** Holds per call (1 on a Cluster, where one call cannot span slots). */
+  readonly batch: number;
+}
+
+/** What the watchdog needs of a hold. */
+export interface Renewable {
+  readonly name: string;
+  /** The key that force-unlocking ends (loseKey). */
+  readonly key: string;
+  readonly owner: string;
+  readonly renewer: Renewer;
+  /** Renewed by the watchdog (true) or a fixed lease that only ends (false). */
+  renewable: boolean;
+  /** Whether the acquire went through; a renewal that finds nothing before that is no loss. */
+  held: boolean;
+  /** clock.now() by which the hold must count as lost. */
+  deadline: number;
+  /** clock.now() when the acquire that took it was sent. */
+  acquiredAt: number;
+  lose(error: LockLostError): void;
+}
+
+/**
+ * How long before the lease ends on Redis the local side gives it up: a tenth, at least 2 ms (a timer
+ * may fire a millisecond late), at most a second.
+ */
+export function marginMs(leaseMs: number): number {
+  return Math.min(1000, Math.max(2, Math.floor(leaseMs / 10)));
+}
+
+export interface WatchdogOptions {
+  readonly leaseMs: number;
+  readonly clientId: string;
+  /** Renewal failures go here (the client reports them). */
+  readonly onError: (error: Error) => void;
+  readonly clock?: Clock | undefined;
+}
+
+export class Watchdog {
+  readonly #leaseMs: number;
+  readonly #clientId: string;
+  readonly #onError: (error: Error) => void;
+  readonly #clock: Clock;
+  readonly #holds = new Set<Renewable>();
+  /** How many of #holds are renewable: the first one after none starts a renewal period. */
+  #renewables = 0;
+  #timer: unknown;
+  #timerAt = Number.POSITIVE_INFINITY;
+  #nextRenewalAt = 0;
+  #inFlight: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(options: WatchdogOptions) {
+    this.#leaseMs = options.leaseMs;
+    this.#clientId = options.clientId;
+    this.#onError = options.onError;
+    this.#clock = options.clock ?? systemClock;
+  }
+
+  get clock(): Clock {
+    return this.#clock;
+  }
+
+  /** Starts watching a hold: renewable ones from now on (before their acquire is sent). */
+  add(hold: Renewable): void {
+    if (this.#stopped) return;
+    if (!this.#holds.has(hold)) {
+      this.#holds.add(hold);
+      if (hold.renewable && this.#renewables++ === 0) this.#nextRenewalAt = this.#clock.now() + this.#leaseMs / 3;
+    }
+    this.#wakeBy(this.#due(hold));
+  }
+
+  /** Sets when the hold counts as lost: the lease that began when its command was sent, less the margin. */
+  leaseFrom(hold: Renewable, sentAt: number, leaseMs: number): void {
+    hold.deadline = sentAt + leaseMs - marginMs(leaseMs);
+    this.add(hold);
+  }
+
+  /** Moves a fixed lease's deadline later, never earlier (a nested acquire with a longer lease). */
+  lengthen(hold: Renewable, sentAt: number, leaseMs: number): void {
+    hold.deadline = Math.max(hold.deadline, sentAt + leaseMs - marginMs(leaseMs));
+  }
+
+  /** Stops renewing the hold but keeps its deadline: it ends as a fixed lease would. */
+  stopRenewing(hold: Renewable): void {
+    if (hold.renewable && this.#holds.has(hold)) this.#renewables--;
+    hold.renewable = false;
+  }
+
+  /** Stops watching a hold. The timer stays: a tick with nothing to do costs nothing. */
+  delete(hold: Renewable): void {
+    if (this.#holds.delete(hold) && hold.renewable) this.#renewables--;
+  }
+
+  lose(hold: Renewable, error: LockLostError): void {
+    this.delete(hold);
+    hold.held = false;
+    hold.lose(error);
+  }
+
+  /** Every hold of this client on that key counts as lost now (it was force-unlocked). */
+  loseKey(key: string, error: LockLostError): void {
+    for (const hold of this.#holds) if (hold.key === key && hold.held) this.lose(hold, error);
+  }
+
+  /** Whether this client has held that key without a break since `since` (the await-using warning asks). */
+  heldSince(key: string, since: number): boolean {
+    for (const hold of this.#holds) if (hold.key === key && hold.held && hold.acquiredAt <= since) return true;
+    return false;
+  }
+
+  /** Resolves when no renewal is in flight, so that a release is never followed by a renewal. */
+  async settled(): Promise<void> {
+    await this.#inFlight;
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  stop(error: LockLostError): void {
+    this.#stopped = true;
+    this.#clock.clearTimeout(this.#timer);
+    for (const hold of this.#holds) if (hold.held) this.lose(hold, error);
+    this.#holds.clear();
+    this.#renewables = 0;
+  }
+
+  /** When the watchdog must look at this hold next. */
+  #due(hold: Renewable): number {
+    const deadline = hold.held ? hold.deadline : Number.POSITIVE_INFINITY;
+    return hold.renewable ? Math.min(deadline, this.#nextRenewalAt) : deadline;
+  }
+
+  /** Makes sure the timer fires by `at`: it only ever moves earlier here, in O(1). */
+  #wakeBy(at: number): void {
+    if (this.#stopped || at >= this.#timerAt) return;
+    this.#clock.clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = this.#clock.setTimeout(() => this.#tick(), Math.max(0, at - this.#clock.now()));
+  }
+
+  #tick(): void {
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    const now = this.#clock.now();
+    for (const hold of this.#holds) {
+      if (hold.held && now >= hold.deadline) {
+        const ended = hold.renewable ? 'could not be renewed before its lease ended' : 'reached the end of its lease';
+        this.lose(hold, new LockLostError(`Lock "${hold.name}" ${ended}`, { lockName: hold.name }));
+      }
+    }
+    if (now >= this.#nextRenewalAt && this.#renewables > 0) {
+      this.#nextRenewalAt = now + this.#leaseMs / 3;
+      // One renewal at a time: while one hangs (Redis unreachable), the deadlines above still fire.
+      if (!this.#inFlight) this.#inFlight = this.#renew(now).finally(() => (this.#inFlight = undefined));
+    }
+    for (const hold of this.#holds) this.#wakeBy(this.#due(hold));
+  }
+
+  async #renew(sentAt: number): Promise<void> {
+    // Grouped by renewer (one script per primitive), then cut into that renewer's batch size.
+    const groups = new Map<Renewer, Renewable[]>();
+    for (const hold of this.#holds) {
+      if (!hold.renewable) continue;
+      const group = groups.get(hold.renewer);
+      if (group) group.push(hold);
+      else groups.set(hold.renewer, [hold]);
+    }
+    const calls: Promise<void>[] = [];
+    for (const [renewer, holds] of groups) {
+      for (let i = 0; i < holds.length; i += renewer.batch) calls.push(this.#renewBatch(renewer, holds.slice(i, i + renewer.batch), sentAt));
+    }
+    await Promise.all(calls);
+  }
+
+  async #renewBatch(renewer: Renewer, batch: Renewable[], sentAt: number): Promise<void> {
+    let renewed: boolean[];
+    try {
+      renewed = await renewer.renew(batch, this.#leaseMs);
+    } catch (error) {
+      log('renewal of %d holds failed: %s', batch.length, (error as Error).message);
+      this.#onError(error as Error);
+      return;
+    }
+    if (diagnostics.renew.hasSubscribers) {
+      diagnostics.renew.publish({ clientId: this.#clientId, names: batch.filter((_, i) => renewed[i]).map((hold) => hold.name) } satisfies RenewMessage);
+    }
+    batch.forEach((hold, i) => {
+      if (!this.#holds.has(hold) || !hold.renewable) return;
+      if (renewed[i]) {
+        hold.deadline = sentAt + this.#leaseMs - marginMs(this.#leaseMs);
+        this.#wakeBy(this.#due(hold));
+      } else if (hold.held) {
+        this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));
+      }
+    });
+  }
+}

@@ -1,0 +1,147 @@
+// The check* functions: every argument is validated here, before any I/O, with a message naming it.
+import type { RedisClient, RedisConnectionOptions } from './options.ts';
+
+/** The largest delay a Node timer can hold (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+export const DEFAULTS = Object.freeze({
+  redis: 'redis://127.0.0.1:6379',
+  prefix: 'relock',
+  leaseMs: 30_000,
+  fenceTtlMs: 3_600_000,
+  waitMs: Number.POSITIVE_INFINITY,
+});
+
+const MAX_NAME_BYTES = 1024;
+
+/** The shortest fixed lease: it must outlast a reply and the local safety margin (see marginMs). */
+export const MIN_FIXED_LEASE_MS = 5;
+/** The shortest watchdog lease: renewed every third of it. */
+export const MIN_WATCHDOG_LEASE_MS = 30;
+
+/** A lone surrogate (half of an emoji cut by `slice`): not well-formed UTF-16. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function show(value: unknown): string {
+  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+  let text: string;
+  if (typeof value === 'string') text = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  else if (typeof value === 'bigint') text = `${value}n`;
+  else if (typeof value !== 'object' || value === null) text = String(value);
+  else {
+    try {
+      text = JSON.stringify(value);
+    } catch {
+      text = Object.prototype.toString.call(value);
+    }
+  }
+  return `\`${text}\` (${type})`;
+}
+
+function expected(name: string, what: string, value: unknown, ErrorClass: typeof TypeError | typeof RangeError): never {
+  throw new ErrorClass(`Expected \`${name}\` to be ${what}, got ${show(value)}`);
+}
+
+/** Checks that an options argument is a plain object with only the named keys. */
+export function checkOptions(where: string, options: unknown, keys: readonly string[]): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    expected(`${where} options`, 'an object', options, TypeError);
+  }
+  for (const key of Object.keys(options)) {
+    if (!keys.includes(key)) {
+      throw new TypeError(`Unknown option \`${key}\` in ${where} options; expected one of ${keys.map((k) => `\`${k}\``).join(', ')}`);
+    }
+  }
+  return options as Record<string, unknown>;
+}
+
+/** A whole number of milliseconds in [min, max], or undefined when absent. */
+export function checkMs(name: string, value: unknown, min: number, max = MAX_TIMER_MS): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number') expected(name, 'a number of milliseconds', value, TypeError);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    expected(name, `a whole number of milliseconds from ${min} to ${max}`, value, RangeError);
+  }
+  return value;
+}
+
+/** A wait: a non-negative number of milliseconds, or Infinity. */
+export function checkWaitMs(value: unknown): number {
+  if (value === undefined) return DEFAULTS.waitMs;
+  if (typeof value !== 'number') expected('waitMs', 'a non-negative number of milliseconds', value, TypeError);
+  if (Number.isNaN(value) || value < 0 || (Number.isFinite(value) && value > MAX_TIMER_MS)) {
+    expected('waitMs', `a non-negative number of milliseconds up to ${MAX_TIMER_MS}, or Infinity`, value, RangeError);
+  }
+  return value;
+}
+
+export function checkSignal(value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  if (!(value instanceof AbortSignal)) expected('signal', 'an AbortSignal', value, TypeError);
+  return value;
+}
+
+export function checkFunction(name: string, value: unknown): void {
+  if (typeof value !== 'function') expected(name, 'a function', value, TypeError);
+}
+
+/**
+ * Names and prefixes become Redis keys as UTF-8: a lone surrogate would turn into U+FFFD there, so two
+ * different names would share one key (and every wake-up).
+ */
+function checkWellFormed(what: string, value: string): void {
+  if (LONE_SURROGATE.test(value)) expected(what, 'well-formed UTF-16 (it has a lone surrogate, e.g. an emoji cut in half)', value, TypeError);
+}
+
+export function checkName(name: unknown, what = 'name'): string {
+  if (typeof name !== 'string') expected(what, 'a non-empty string', name, TypeError);
+  checkWellFormed(what, name);
+  const bytes = Buffer.byteLength(name);
+  if (bytes === 0 || bytes > MAX_NAME_BYTES) {
+    expected(what, `a non-empty string of at most ${MAX_NAME_BYTES} bytes (it has ${bytes})`, name, RangeError);
+  }
+  return name;
+}
+
+export function checkPrefix(prefix: unknown): string {
+  if (prefix === undefined) return DEFAULTS.prefix;
+  if (typeof prefix !== 'string') expected('prefix', 'a non-empty string', prefix, TypeError);
+  checkWellFormed('prefix', prefix);
+  if (prefix.length === 0 || Buffer.byteLength(prefix) > MAX_NAME_BYTES) {
+    expected('prefix', `a non-empty string of at most ${MAX_NAME_BYTES} bytes`, prefix, RangeError);
+  }
+  return prefix;
+}
+
+export function isRedisClient(value: unknown): value is RedisClient {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as RedisClient).evalsha === 'function' &&
+    typeof (value as RedisClient).duplicate === 'function'
+  );
+}
+
+/** The redis option: a client, a URL or connection options; never one with ioredis keyPrefix. */
+export function checkRedis(value: unknown): string | RedisClient | RedisConnectionOptions {
+  if (value === undefined) return DEFAULTS.redis;
+  const keyPrefix = isRedisClient(value)
+    ? (value.options?.keyPrefix ?? value.options?.redisOptions?.keyPrefix)
+    : typeof value === 'object' && value !== null
+      ? (value as { keyPrefix?: unknown }).keyPrefix
+      : undefined;
+  if (keyPrefix !== undefined && keyPrefix !== '') {
+    throw new TypeError(
+      `Expected \`redis\` without ioredis \`keyPrefix\`, got keyPrefix ${show(keyPrefix)}: ioredis prefixes script keys but not pub/sub channels, so use relock's \`prefix\` option instead`,
+    );
+  }
+  if (typeof value === 'string') {
+    if (!/^rediss?:\/\//.test(value)) expected('redis', 'a redis:// or rediss:// URL', value, TypeError);
+    return value;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    expected('redis', 'a URL, ioredis options or an ioredis Redis/Cluster instance', value, TypeError);
+  }
+  return value as RedisClient | RedisConnectionOptions;
+}
