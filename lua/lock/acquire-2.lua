@@ -8,17 +8,17 @@
     ARGV[2] lease in milliseconds: the PEXPIRE of the lock key
     ARGV[3] time to live of the fence key in milliseconds (at least the lease)
 
-  Output: a two-element array {acquired, value}
-    {0, pttl}   not acquired: someone holds it; pttl is its remaining lease in
-                milliseconds (-1 when the key has no expiry)
-    {1, token}  acquired; token is the new fencing token: max(last + 1, Redis TIME
+  Output: one value (no array: the cheapest reply to parse)
+    token > 0   acquired; token is the new fencing token: max(last + 1, Redis TIME
                 in microseconds), an integer reply, or a decimal string when taken
                 from TIME (never a Lua float turned into a string, which would round
                 tokens above 10^14)
+    -1          not acquired: someone holds it and the key has no expiry
+    -2 - pttl   not acquired: someone holds it for pttl more milliseconds (<= -2)
     error       WRONGTYPE when either key holds another type (a foreign value under the
                 lock key is recognised when it has no expiry; one with an expiry is
                 waited out like a lock), or the fence key a string that is not a
-                number; nothing is written then
+                whole number; nothing is written then
 ]]
 local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3]
@@ -33,24 +33,27 @@ if pttl ~= -2 then
   if pttl == -1 and rcall('TYPE', lockKey)['ok'] ~= 'hash' then
     return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock hash')
   end
-  return {0, pttl}
+  return -2 - pttl
 end
 
--- Read and check the fence before any write: a script that fails half-way is not rolled back.
-local last = tonumber(rcall('GET', fenceKey) or '0')
-if not last then
-  return redis.error_reply('WRONGTYPE the fence key holds a string that is not a number')
+-- Read and check the fence before any write: a script that fails half-way is not rolled back. Only
+-- digits pass (tonumber would take "9e15", which INCR then refuses after the writes).
+local raw = rcall('GET', fenceKey) or '0'
+if not string.match(raw, '^%d+$') then
+  return redis.error_reply('WRONGTYPE the fence key holds a string that is not a whole number')
 end
+local last = tonumber(raw)
 local time = rcall('TIME')
-local nowUs = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local seconds, micros = time[1], time[2]
 
 rcall('HSET', lockKey, owner, 1)
 rcall('PEXPIRE', lockKey, leaseMs)
-if last < nowUs then
-  local token = time[1] .. string.format('%06d', tonumber(time[2]))
+if last < seconds * 1000000 + micros then
+  -- Seconds and zero-padded microseconds, as a string: exact above 2^53, unlike a Lua number.
+  local token = seconds .. string.sub('00000', #micros) .. micros
   rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
-  return {1, token}
+  return token
 end
 local token = rcall('INCR', fenceKey)
 rcall('PEXPIRE', fenceKey, fenceTtlMs)
-return {1, token}
+return token

@@ -18,7 +18,7 @@ function toToken(value: unknown, key: string): number {
   return token;
 }
 
-const acquire = defineScript(lua.acquire, (reply) => reply as [number, number | string]);
+const acquire = defineScript(lua.acquire, (reply) => reply as number | string);
 const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
   const count = Number(reply);
   return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
@@ -44,8 +44,9 @@ export class LockCommands {
   }
 
   async acquire(keys: LockKeys, owner: string, leaseMs: number, fenceTtlMs: number): Promise<AcquireOutcome> {
-    const [acquired, value] = await this.#runner.run(acquire, [keys.lock, keys.fence], [owner, leaseMs, Math.max(fenceTtlMs, leaseMs)]);
-    return acquired === 1 ? { kind: 'acquired', token: toToken(value, keys.fence) } : { kind: 'busy', pttlMs: Number(value) };
+    const reply = await this.#runner.run(acquire, [keys.lock, keys.fence], [owner, leaseMs, Math.max(fenceTtlMs, leaseMs)]);
+    // A negative integer encodes "busy": -1 (no expiry) or -2 - pttl.
+    return typeof reply === 'number' && reply < 0 ? { kind: 'busy', pttlMs: reply === -1 ? -1 : -2 - reply } : { kind: 'acquired', token: toToken(reply, keys.fence) };
   }
 
   reenter(keys: LockKeys, owner: string, believed: number, leaseMs: number | undefined): Promise<ReenterOutcome> {

@@ -80,18 +80,57 @@ function isUnreachable(error: unknown): error is LockError {
 }
 
 export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<T> {
-  const { closed, pending } = runtime;
+  const { closed } = runtime;
   if (closed.aborted) throw closed.reason;
   request.signal?.throwIfAborted();
   runtime.firstUse();
-  // One controller ends this acquire: the caller's signal, close() (which aborts every pending one
-  // from a set), or the timeout.
+  const { waitMs, signal } = request;
+  // The fast path: no signal, no timer, and (for a wait) no local waiter to queue behind. One attempt
+  // needs no controller; close() still ends it through a cheap pending entry.
+  if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && runtime.waiting.isEmpty(request.channel)))) {
+    const outcome = await firstAttempt(runtime, request);
+    if (outcome.kind === 'acquired') return outcome.value;
+    if (outcome.kind === 'busy' && waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
+    if (waitMs === 0) return acquireWaiting(runtime, request);
+    return acquireWaiting(runtime, request, outcome.kind === 'busy' ? outcome.retryMs : undefined);
+  }
+  return acquireWaiting(runtime, request);
+}
+
+/** One attempt, ended by close() as a wait would be: what it takes after that is given back. */
+function firstAttempt<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<Attempt<T>> {
+  return new Promise<Attempt<T>>((resolve, reject) => {
+    let done = false;
+    const entry = {
+      abort(reason: unknown) {
+        done = true;
+        reject(reason);
+      },
+    };
+    runtime.pending.add(entry);
+    request.attempt().then(
+      (outcome) => {
+        runtime.pending.delete(entry);
+        if (!done) resolve(outcome);
+        else if (outcome.kind === 'acquired') request.giveBack(outcome.value);
+      },
+      (error: unknown) => {
+        runtime.pending.delete(entry);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** The whole frame: one controller ends it (the caller's signal, close(), or the timeout). */
+async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number): Promise<T> {
+  const { pending } = runtime;
   const stop = new AbortController();
   const signal = request.signal;
   const unlisten = signal ? onAbort(signal, () => stop.abort(signal.reason)) : undefined;
   pending.add(stop);
   const state: WaitState = { unreachable: undefined, inFlight: false };
-  const waiting = wait(runtime, request, stop.signal, state);
+  const waiting = wait(runtime, request, stop.signal, state, firstHint);
   try {
     // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
     // one without a finite wait, where only the signals can end it.
@@ -129,7 +168,7 @@ function timeoutError(runtime: Runtime, request: AcquireRequest<unknown>, state:
 }
 
 /** Try, then subscribe, queue, and sleep between tries, until acquired or stopped. */
-async function wait<T>(runtime: Runtime, request: AcquireRequest<T>, stop: AbortSignal, state: WaitState): Promise<T> {
+async function wait<T>(runtime: Runtime, request: AcquireRequest<T>, stop: AbortSignal, state: WaitState, firstHint?: number): Promise<T> {
   const { waiting, watchdog } = runtime;
   const { channel, waitMs } = request;
   const finite = waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
@@ -139,9 +178,10 @@ async function wait<T>(runtime: Runtime, request: AcquireRequest<T>, stop: Abort
   let acquired = false;
   let late = 0;
   let failures = 0;
-  let hint = runtime.leaseMs;
-  // Barge only when no local waiter is queued for this lock (or when trying once).
-  let tryNow = waitMs === 0 || waiting.isEmpty(channel);
+  let hint = firstHint ?? runtime.leaseMs;
+  // Barge only when no local waiter is queued for this lock (or when trying once); a first attempt
+  // made by the fast path has told us the hint already.
+  let tryNow = firstHint === undefined && (waitMs === 0 || waiting.isEmpty(channel));
   try {
     for (;;) {
       if (tryNow) {

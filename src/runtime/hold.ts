@@ -48,6 +48,8 @@ export class Hold implements Renewable {
   /** Made when someone first asks for the signal: most leases are released without anyone asking. */
   #controller: AbortController | undefined;
   #mutex: Mutex | undefined;
+  /** The operation running outside the mutex, until it settles. */
+  #running: Promise<void> | undefined;
 
   constructor(runtime: Runtime, init: HoldInit) {
     this.#runtime = runtime;
@@ -81,10 +83,30 @@ export class Hold implements Renewable {
     return this.#controller.signal;
   }
 
-  /** Serialises re-entries and releases, so each sends the count the one before left. */
+  /**
+   * Serialises re-entries and releases, so each sends the count the one before left. An idle hold runs
+   * the operation at once (most holds see one release and nothing else); a second operation that
+   * arrives meanwhile queues on a mutex, behind the one running.
+   */
   #serial<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#running === undefined && !this.#mutex?.isLocked()) {
+      const running = fn();
+      const settled: Promise<void> = running.then(
+        () => this.#idle(settled),
+        () => this.#idle(settled),
+      );
+      this.#running = settled;
+      return running;
+    }
     this.#mutex ??= new Mutex();
-    return this.#mutex.runExclusive(fn);
+    return this.#mutex.runExclusive(async () => {
+      while (this.#running) await this.#running;
+      return fn();
+    });
+  }
+
+  #idle(settled: Promise<void>): void {
+    if (this.#running === settled) this.#running = undefined;
   }
 
   /** The first acquisition went through: the command that took it was sent at `sentAt`. */
@@ -150,7 +172,7 @@ export class Hold implements Renewable {
         // Renewal is cancelled before the release is sent, and one in flight lands first. A lost hold
         // skips the wait: its renewal may hang on an unreachable Redis, and there is nothing to protect.
         watchdog.stopRenewing(this);
-        if (!this.lost) await watchdog.settled();
+        if (!this.lost && watchdog.inFlight) await watchdog.inFlight;
       }
       const lostBefore = this.lost !== undefined;
       const mark = runner.mark();

@@ -39,8 +39,8 @@ export class Runtime {
   readonly waiting: WaitingRoom;
   readonly watchdog: Watchdog;
   readonly context = new Context();
-  /** The controllers of the acquires under way: close() aborts them all. */
-  readonly pending = new Set<AbortController>();
+  /** The acquires under way: close() aborts them all. */
+  readonly pending = new Set<{ abort(reason: unknown): void }>();
   readonly #closer = new AbortController();
   readonly #redis: RedisClient;
   readonly #events: EventEmitter;

@@ -124,7 +124,12 @@ export class Watchdog {
     return false;
   }
 
-  /** Resolves when no renewal is in flight, so that a release is never followed by a renewal. */
+  /** The renewal in flight, if any: a release waits for it, so that it is never followed by a renewal. */
+  get inFlight(): Promise<void> | undefined {
+    return this.#inFlight;
+  }
+
+  /** Resolves when no renewal is in flight. */
   async settled(): Promise<void> {
     await this.#inFlight;
   }
