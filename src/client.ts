@@ -12,13 +12,16 @@ import { watchConnection } from './runtime/script.ts';
 import { checkMs, checkName, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
- * Fail-fast defaults of the connections relock makes itself (the user's options win): a command
- * issued while Redis is unreachable fails after two reconnection attempts, about 0.3 s when the
- * port refuses and at most about 6 s when connects time out, instead of ioredis's 20 retries.
+ * Fail-fast defaults of the connections relock makes itself (the user's options win, but for
+ * `enableOfflineQueue`: relock's own connections always queue while connecting, so the first
+ * acquire need not wait for 'ready'): a command issued while Redis is unreachable fails after two
+ * reconnection attempts (about 0.3 s when the port refuses), and no command waits more than 5 s for
+ * an answer (a partition, a frozen server), instead of ioredis's 20 retries and no time limit.
  */
 export const CONNECTION_DEFAULTS = Object.freeze({
   maxRetriesPerRequest: 2,
   connectTimeout: 2_000,
+  commandTimeout: 5_000,
   retryStrategy: (times: number) => Math.min(times * 100, 1_000),
 }) satisfies RedisOptions;
 
@@ -96,7 +99,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.#redis = isRedisClient(redis)
       ? redis
       : this.#own(
-          (typeof redis === 'string' ? new Redis(redis, CONNECTION_DEFAULTS) : new Redis({ ...CONNECTION_DEFAULTS, ...redis } as never)) as unknown as RedisClient,
+          (typeof redis === 'string' ? new Redis(redis, CONNECTION_DEFAULTS) : new Redis({ ...CONNECTION_DEFAULTS, ...redis, enableOfflineQueue: true } as never)) as unknown as RedisClient,
         );
     const source = this.#redis;
     this.#runtime = new Runtime({

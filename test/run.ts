@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = dirname(fileURLToPath(import.meta.url));
-const groups = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['unit', 'integration', 'faults-short'];
+const groups = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['unit', 'contract', 'integration', 'faults-short'];
 
 let unhandled = 0;
 process.on('unhandledRejection', (error) => {
