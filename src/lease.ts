@@ -68,6 +68,12 @@ export class LeaseImpl implements Lease {
     return this.#hold.run(fn);
   }
 
+  /** Gives the whole hold back, even after close(): its acquire gave up, so nobody owns it. Errors are swallowed. */
+  giveBack(): void {
+    this.#released = true;
+    this.#hold.giveBack().catch(() => undefined);
+  }
+
   /** Releases unless released already, or the client was closed (its holds then end with their leases). */
   async [Symbol.asyncDispose](): Promise<void> {
     if (!this.#released && !this.#closed.aborted) await this.release();

@@ -109,7 +109,7 @@ export class LockImpl implements Lock {
       key: this.#keys.lock,
       leaseMs: leaseMs ?? runtime.leaseMs,
       attempt: () => this.#attempt(leaseMs),
-      giveBack: (lease) => void (lease as LeaseImpl).release().catch(() => undefined),
+      giveBack: (lease) => (lease as LeaseImpl).giveBack(),
     });
   }
 

@@ -90,9 +90,9 @@ export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): 
   if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && runtime.waiting.isEmpty(request.channel)))) {
     const outcome = await firstAttempt(runtime, request);
     if (outcome.kind === 'acquired') return outcome.value;
-    if (outcome.kind === 'busy' && waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
-    if (waitMs === 0) return acquireWaiting(runtime, request);
-    return acquireWaiting(runtime, request, outcome.kind === 'busy' ? outcome.retryMs : undefined);
+    if (outcome.kind === 'late') return acquireWaiting(runtime, request, undefined, 1);
+    if (waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
+    return acquireWaiting(runtime, request, outcome.retryMs);
   }
   return acquireWaiting(runtime, request);
 }
@@ -123,14 +123,14 @@ function firstAttempt<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<
 }
 
 /** The whole frame: one controller ends it (the caller's signal, close(), or the timeout). */
-async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number): Promise<T> {
+async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number, lateBefore = 0): Promise<T> {
   const { pending } = runtime;
   const stop = new AbortController();
   const signal = request.signal;
   const unlisten = signal ? onAbort(signal, () => stop.abort(signal.reason)) : undefined;
   pending.add(stop);
   const state: WaitState = { unreachable: undefined, inFlight: false };
-  const waiting = wait(runtime, request, stop.signal, state, firstHint);
+  const waiting = wait(runtime, request, stop.signal, state, firstHint, lateBefore);
   try {
     // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
     // one without a finite wait, where only the signals can end it.
@@ -168,7 +168,14 @@ function timeoutError(runtime: Runtime, request: AcquireRequest<unknown>, state:
 }
 
 /** Try, then subscribe, queue, and sleep between tries, until acquired or stopped. */
-async function wait<T>(runtime: Runtime, request: AcquireRequest<T>, stop: AbortSignal, state: WaitState, firstHint?: number): Promise<T> {
+async function wait<T>(
+  runtime: Runtime,
+  request: AcquireRequest<T>,
+  stop: AbortSignal,
+  state: WaitState,
+  firstHint: number | undefined,
+  lateBefore: number,
+): Promise<T> {
   const { waiting, watchdog } = runtime;
   const { channel, waitMs } = request;
   const finite = waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
@@ -176,15 +183,17 @@ async function wait<T>(runtime: Runtime, request: AcquireRequest<T>, stop: Abort
   let waiter: Waiter | undefined;
   let entered = false;
   let acquired = false;
-  let late = 0;
+  let late = lateBefore;
   let failures = 0;
   let hint = firstHint ?? runtime.leaseMs;
   // Barge only when no local waiter is queued for this lock (or when trying once); a first attempt
   // made by the fast path has told us the hint already.
-  let tryNow = firstHint === undefined && (waitMs === 0 || waiting.isEmpty(channel));
+  let tryNow = firstHint === undefined && (lateBefore > 0 || waitMs === 0 || waiting.isEmpty(channel));
   try {
     for (;;) {
       if (tryNow) {
+        // Never an attempt for a wait that ended (a wake-up may have been pending when it did).
+        stop.throwIfAborted();
         let outcome: Attempt<T>;
         state.inFlight = true;
         try {

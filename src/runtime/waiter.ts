@@ -34,6 +34,7 @@ export class Waiter {
    * once and spin); rejects with `stop.reason` when `stop` aborts.
    */
   sleep(ms: number, stop: AbortSignal): Promise<void> {
+    if (stop.aborted) return Promise.reject(stop.reason);
     if (this.#pending) {
       this.#pending = false;
       return Promise.resolve();

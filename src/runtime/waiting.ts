@@ -17,11 +17,23 @@ export interface Inbox {
   resubscribed(): void;
 }
 
+/** How a room treats its local queue; set by the waiter that opens the room. */
+export interface RoomOptions {
+  /**
+   * Whether a head that leaves hands on to the next local waiter (wakes it, or bounds its sleep by
+   * the lease it left with). False where the order is kept elsewhere (the fair lock's queue in
+   * Redis): its waiters are woken only by the wake rule and by a resubscription.
+   * @default true
+   */
+  readonly handsOn?: boolean;
+}
+
 interface Room {
   readonly queue: Waiter[];
   readonly rule: WakeRule;
   /** The lock's name, for diagnostics. */
   readonly name: string;
+  readonly handsOn: boolean;
 }
 
 export class WaitingRoom implements Inbox {
@@ -46,22 +58,22 @@ export class WaitingRoom implements Inbox {
    * Subscribes (once per channel) and queues the waiter at the tail; resolves to whether it is the
    * head. A failed subscription leaves nothing queued or subscribed.
    */
-  async enter(channel: string, waiter: Waiter, rule: WakeRule, name: string): Promise<boolean> {
+  async enter(channel: string, waiter: Waiter, rule: WakeRule, name: string, options: RoomOptions = {}): Promise<boolean> {
     await this.#subscriber!.subscribe(channel);
     const room = this.#rooms.get(channel);
     if (room) {
       room.queue.push(waiter);
       return false;
     }
-    this.#rooms.set(channel, { queue: [waiter], rule, name });
+    this.#rooms.set(channel, { queue: [waiter], rule, name, handsOn: options.handsOn ?? true });
     return true;
   }
 
   /**
-   * Removes a waiter and drops its subscription reference. A head that leaves without the lock may
-   * have swallowed a wake-up meant for the queue, so the next head is woken to try in its place. A
-   * head that leaves with the lock, for a lease of `leaseMs`, bounds the next head's sleep by that
-   * lease: if the hold ends by expiry, nothing is published.
+   * Removes a waiter and drops its subscription reference. In a room that hands on (the default), a
+   * head that leaves without the lock may have swallowed a wake-up meant for the queue, so the next
+   * head is woken to try in its place; a head that leaves with the lock, for a lease of `leaseMs`,
+   * bounds the next head's sleep by that lease: if the hold ends by expiry, nothing is published.
    */
   leave(channel: string, waiter: Waiter, leaseMs?: number): void {
     const room = this.#rooms.get(channel);
@@ -70,6 +82,7 @@ export class WaitingRoom implements Inbox {
     room.queue.splice(index, 1);
     this.#subscriber!.unsubscribe(channel);
     if (room.queue.length === 0) this.#rooms.delete(channel);
+    else if (!room.handsOn) return;
     else if (index === 0 && leaseMs === undefined) room.queue[0]?.wake();
     else if (index === 0) room.queue[0]?.shorten(leaseMs!);
   }

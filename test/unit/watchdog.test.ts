@@ -1,0 +1,466 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import * as assert from 'uvu/assert';
+import { LockLostError } from '../../src/errors.ts';
+import { marginMs, Watchdog, type Renewable, type Renewer } from '../../src/runtime/watchdog.ts';
+import { describe } from '../helpers/describe.ts';
+import { FakeClock, flush } from '../helpers/fake-clock.ts';
+
+interface Call {
+  readonly names: string[];
+  readonly leaseMs: number;
+  readonly sentAt: number;
+  resolve(flags: boolean[]): void;
+  reject(error: Error): void;
+}
+
+/** A renewer whose calls the test answers (or leaves hanging, as an unreachable Redis would). */
+class FakeRenewer implements Renewer {
+  readonly calls: Call[] = [];
+  constructor(
+    readonly batch: number,
+    readonly clock: FakeClock,
+  ) {}
+  renew(batch: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
+    return new Promise((resolve, reject) =>
+      this.calls.push({ names: batch.map((hold) => hold.name), leaseMs, sentAt: this.clock.now(), resolve, reject }),
+    );
+  }
+  /** Answers every unanswered call with true for every hold. */
+  answerAll(): void {
+    for (const call of this.calls.splice(0)) call.resolve(call.names.map(() => true));
+  }
+}
+
+interface TestHold extends Renewable {
+  readonly losses: LockLostError[];
+}
+
+function makeHold(name: string, renewer: Renewer, options: { renewable?: boolean; key?: string } = {}): TestHold {
+  const losses: LockLostError[] = [];
+  return {
+    name,
+    key: options.key ?? `relock:{${name}}`,
+    owner: `client-1:${name}`,
+    renewer,
+    renewable: options.renewable ?? true,
+    held: false,
+    deadline: Number.POSITIVE_INFINITY,
+    acquiredAt: Number.POSITIVE_INFINITY,
+    losses,
+    lose: (error) => void losses.push(error),
+  };
+}
+
+/** What a primitive does around its acquire script: register renewal before sending, then the lease from the send time. */
+function acquireHold(watchdog: Watchdog, hold: TestHold, sentAt: number, leaseMs: number): void {
+  if (hold.renewable) watchdog.add(hold);
+  hold.held = true;
+  hold.acquiredAt = sentAt;
+  watchdog.leaseFrom(hold, sentAt, leaseMs);
+}
+
+function setup(leaseMs = 300) {
+  const clock = new FakeClock(1_000);
+  const errors: Error[] = [];
+  const watchdog = new Watchdog({ leaseMs, clientId: 'client-1', onError: (error) => void errors.push(error), clock });
+  return { clock, errors, watchdog };
+}
+
+describe('marginMs', (it) => {
+  it('is a tenth of the lease, at least 2 ms and at most a second', () => {
+    assert.is(marginMs(300), 30);
+    assert.is(marginMs(5), 2);
+    assert.is(marginMs(25), 2);
+    assert.is(marginMs(30_000), 1_000);
+    assert.is(marginMs(60_000), 1_000);
+  });
+});
+
+describe('Watchdog renewal', (it) => {
+  it('renews every leaseMs / 3 with the client lease, and moves the deadline to sentAt + lease - margin', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    assert.is(hold.deadline, 1_000 + 300 - 30);
+    await clock.advanceAsync(99);
+    assert.is(renewer.calls.length, 0);
+    await clock.advanceAsync(1);
+    assert.equal(
+      renewer.calls.map((call) => [call.names, call.leaseMs, call.sentAt]),
+      [[['a'], 300, 1_100]],
+    );
+    renewer.answerAll();
+    await flush();
+    assert.is(hold.deadline, 1_100 + 300 - 30);
+    for (const at of [1_200, 1_300, 1_400]) {
+      await clock.advanceAsync(100);
+      assert.equal(renewer.calls.map((call) => call.sentAt), [at]);
+      renewer.answerAll();
+      await flush();
+      assert.is(hold.deadline, at + 270);
+    }
+    assert.is(hold.losses.length, 0);
+  });
+
+  it('keeps a hold alive through many periods when every renewal answers', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    for (let i = 0; i < 100; i++) {
+      await clock.advanceAsync(50);
+      renewer.answerAll();
+      await flush();
+    }
+    assert.is(hold.losses.length, 0);
+    assert.ok(hold.held);
+  });
+
+  it("cuts the holds into batches of the renewer's size", async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(2, clock);
+    const holds = ['a', 'b', 'c', 'd', 'e'].map((name) => makeHold(name, renewer));
+    for (const hold of holds) acquireHold(watchdog, hold, clock.now(), 300);
+    await clock.advanceAsync(100);
+    assert.equal(
+      renewer.calls.map((call) => call.names),
+      [['a', 'b'], ['c', 'd'], ['e']],
+    );
+  });
+
+  it('groups holds by renewer: one call per renewer, each with only its own holds', async () => {
+    const { clock, watchdog } = setup(300);
+    const locks = new FakeRenewer(500, clock);
+    const semaphores = new FakeRenewer(500, clock);
+    acquireHold(watchdog, makeHold('lock-1', locks), clock.now(), 300);
+    acquireHold(watchdog, makeHold('sem-1', semaphores), clock.now(), 300);
+    acquireHold(watchdog, makeHold('lock-2', locks), clock.now(), 300);
+    await clock.advanceAsync(100);
+    assert.equal(
+      locks.calls.map((call) => call.names),
+      [['lock-1', 'lock-2']],
+    );
+    assert.equal(
+      semaphores.calls.map((call) => call.names),
+      [['sem-1']],
+    );
+  });
+
+  it('starts a renewal period with the first renewable hold after none', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const first = makeHold('a', renewer);
+    acquireHold(watchdog, first, clock.now(), 300);
+    await clock.advanceAsync(50);
+    watchdog.delete(first);
+    await clock.advanceAsync(450); // t = 1500
+    const second = makeHold('b', renewer);
+    acquireHold(watchdog, second, clock.now(), 300);
+    await clock.advanceAsync(99);
+    assert.is(renewer.calls.length, 0, 'nothing renewed before a third of its lease');
+    await clock.advanceAsync(1);
+    assert.equal(
+      renewer.calls.map((call) => [call.names, call.sentAt]),
+      [[['b'], 1_600]],
+    );
+  });
+
+  it('renews a hold registered before its acquire was answered, and loses nothing it does not hold yet', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    watchdog.add(hold); // the acquire is out
+    await clock.advanceAsync(100);
+    assert.equal(
+      renewer.calls.map((call) => call.names),
+      [['a']],
+    );
+    renewer.calls[0]!.resolve([false]); // the acquire has not run yet on Redis
+    await flush();
+    assert.is(hold.losses.length, 0, 'not held: no loss');
+  });
+
+  it('sends one renewal at a time: a period while one hangs sends nothing more', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    acquireHold(watchdog, makeHold('a', renewer), clock.now(), 300);
+    await clock.advanceAsync(100);
+    await clock.advanceAsync(100);
+    assert.is(renewer.calls.length, 1);
+    renewer.answerAll();
+    await flush();
+    await clock.advanceAsync(100);
+    assert.is(renewer.calls.length, 1, 'the next period sends again');
+  });
+
+  it('publishes relock:renew with the names a batch renewed', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    for (const name of ['a', 'b']) acquireHold(watchdog, makeHold(name, renewer), clock.now(), 300);
+    const messages: unknown[] = [];
+    const listener = (message: unknown) => messages.push(message);
+    subscribe('relock:renew', listener);
+    try {
+      await clock.advanceAsync(100);
+      renewer.calls[0]!.resolve([true, false]);
+      await flush();
+    } finally {
+      unsubscribe('relock:renew', listener);
+    }
+    assert.equal(messages, [{ clientId: 'client-1', names: ['a'] }]);
+  });
+});
+
+describe('Watchdog loss', (it) => {
+  it('loses a hold whose renewal reports it gone, and keeps renewing the others', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const [a, b] = ['a', 'b'].map((name) => makeHold(name, renewer));
+    acquireHold(watchdog, a!, clock.now(), 300);
+    acquireHold(watchdog, b!, clock.now(), 300);
+    await clock.advanceAsync(100);
+    renewer.calls.splice(0)[0]!.resolve([false, true]);
+    await flush();
+    assert.is(a!.losses.length, 1);
+    assert.instance(a!.losses[0], LockLostError);
+    assert.match(a!.losses[0]!.message, /expired or was force-unlocked/);
+    assert.is(a!.losses[0]!.lockName, 'a');
+    assert.not.ok(a!.held);
+    assert.is(b!.losses.length, 0);
+    await clock.advanceAsync(100);
+    assert.equal(
+      renewer.calls.map((call) => call.names),
+      [['b']],
+      'the lost hold is no longer renewed',
+    );
+  });
+
+  it('loses a hold at its deadline when renewals hang, not a millisecond before', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300); // deadline 1270
+    await clock.advanceAsync(269);
+    assert.is(renewer.calls.length, 1, 'the renewal at 1100 hangs');
+    assert.is(hold.losses.length, 0);
+    await clock.advanceAsync(1);
+    assert.is(hold.losses.length, 1);
+    assert.match(hold.losses[0]!.message, /could not be renewed before its lease ended/);
+    assert.not.ok(hold.held);
+    // The hanging renewal answers late: the hold stays lost.
+    renewer.answerAll();
+    await flush();
+    assert.is(hold.losses.length, 1);
+    assert.is(hold.deadline, 1_270, 'a late answer does not revive the deadline');
+  });
+
+  it('loses a hold at its deadline when every renewal fails, and reports the failures', async () => {
+    const { clock, watchdog, errors } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    for (let i = 0; i < 2; i++) {
+      await clock.advanceAsync(100);
+      renewer.calls.splice(0)[0]!.reject(new Error('connection refused'));
+      await flush();
+    }
+    assert.is(errors.length, 2);
+    assert.is(errors[0]!.message, 'connection refused');
+    assert.is(hold.losses.length, 0);
+    await clock.advanceAsync(70); // 1270
+    assert.is(hold.losses.length, 1);
+  });
+
+  it('counts the new lease from when the renewal was sent, not from when it was answered', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    await clock.advanceAsync(100); // sent at 1100
+    await clock.advanceAsync(150); // answered at 1250
+    renewer.answerAll();
+    await flush();
+    assert.is(hold.deadline, 1_100 + 270);
+  });
+
+  it('ends a fixed lease at sentAt + lease - margin without renewing it', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('fixed', renewer, { renewable: false });
+    acquireHold(watchdog, hold, clock.now() - 10, 100); // sent 10 ms ago: deadline 990 + 100 - 10
+    assert.is(hold.deadline, 1_080);
+    await clock.advanceAsync(79);
+    assert.is(hold.losses.length, 0);
+    await clock.advanceAsync(1);
+    assert.is(hold.losses.length, 1);
+    assert.match(hold.losses[0]!.message, /reached the end of its lease/);
+    assert.is(renewer.calls.length, 0, 'a fixed lease is never renewed');
+  });
+
+  it('lengthens a fixed lease for a longer nested one, and never shortens it', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('fixed', renewer, { renewable: false });
+    acquireHold(watchdog, hold, clock.now(), 1_000); // deadline 1900
+    watchdog.lengthen(hold, clock.now() + 100, 200); // would end at 1280
+    assert.is(hold.deadline, 1_900);
+    watchdog.lengthen(hold, clock.now() + 100, 2_000); // 3100 - 200
+    assert.is(hold.deadline, 2_900);
+    await clock.advanceAsync(1_899);
+    assert.is(hold.losses.length, 0);
+    await clock.advanceAsync(1);
+    assert.is(hold.losses.length, 1);
+  });
+
+  it('fires each deadline at its own time whatever order the holds came in', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const late = makeHold('late', renewer, { renewable: false });
+    const early = makeHold('early', renewer, { renewable: false });
+    acquireHold(watchdog, late, clock.now(), 1_000);
+    acquireHold(watchdog, early, clock.now(), 100);
+    await clock.advanceAsync(90);
+    assert.equal([early.losses.length, late.losses.length], [1, 0]);
+    await clock.advanceAsync(810);
+    assert.equal([early.losses.length, late.losses.length], [1, 1]);
+  });
+});
+
+describe('Watchdog bookkeeping', (it) => {
+  it('stopRenewing keeps the deadline: the hold then ends as a fixed lease would', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    watchdog.stopRenewing(hold);
+    await clock.advanceAsync(269);
+    assert.is(renewer.calls.length, 0);
+    await clock.advanceAsync(1);
+    assert.is(hold.losses.length, 1);
+  });
+
+  it('never applies a renewal in flight to a hold whose renewal was stopped (its release is being sent)', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    assert.is(watchdog.inFlight, undefined);
+    await clock.advanceAsync(100);
+    assert.instance(watchdog.inFlight, Promise, 'the renewal is out');
+    watchdog.stopRenewing(hold);
+    let settled = false;
+    const settling = watchdog.settled().then(() => (settled = true));
+    await flush();
+    assert.not.ok(settled, 'settled() waits for the renewal in flight');
+    renewer.calls[0]!.resolve([false]); // it ran after the release: the hold is gone
+    await settling;
+    assert.is(hold.losses.length, 0, 'a release is not a loss');
+    assert.is(hold.deadline, 1_270, 'nor does a late renewal lengthen it');
+    await flush();
+    assert.is(watchdog.inFlight, undefined);
+  });
+
+  it('delete stops renewing and stops the deadline', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    watchdog.delete(hold);
+    await clock.advanceAsync(1_000);
+    assert.is(renewer.calls.length, 0);
+    assert.is(hold.losses.length, 0);
+  });
+
+  it('loseKey loses every held hold on that key, and no other', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const one = makeHold('one', renewer, { key: 'k' });
+    const two = makeHold('two', renewer, { key: 'k' });
+    const pending = makeHold('pending', renewer, { key: 'k' });
+    const other = makeHold('other', renewer, { key: 'k2' });
+    for (const hold of [one, two, other]) acquireHold(watchdog, hold, clock.now(), 300);
+    watchdog.add(pending); // its acquire is still out
+    const error = new LockLostError('force-unlocked');
+    watchdog.loseKey('k', error);
+    assert.equal(one.losses, [error]);
+    assert.equal(two.losses, [error]);
+    assert.is(pending.losses.length, 0, 'not held yet');
+    assert.is(other.losses.length, 0);
+    await clock.advanceAsync(100);
+    assert.equal(
+      renewer.calls.map((call) => [...call.names].sort()),
+      [['other', 'pending']],
+    );
+  });
+
+  it('heldSince answers whether a hold on the key was held without a break since then', () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer, { key: 'k' });
+    assert.not.ok(watchdog.heldSince('k', 1_000));
+    acquireHold(watchdog, hold, 900, 300);
+    assert.ok(watchdog.heldSince('k', 900));
+    assert.ok(watchdog.heldSince('k', 1_000));
+    assert.not.ok(watchdog.heldSince('k', 899), 'taken after that moment');
+    assert.not.ok(watchdog.heldSince('other', 1_000));
+    watchdog.lose(hold, new LockLostError('gone'));
+    assert.not.ok(watchdog.heldSince('k', 1_000), 'lost');
+  });
+
+  it('lose marks the hold not held, stops watching it and tells the hold', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    const error = new LockLostError('gone');
+    watchdog.lose(hold, error);
+    assert.not.ok(hold.held);
+    assert.equal(hold.losses, [error]);
+    await clock.advanceAsync(1_000);
+    assert.is(renewer.calls.length, 0);
+    assert.is(hold.losses.length, 1);
+  });
+
+  it('exposes the clock it runs on', () => {
+    const { clock, watchdog } = setup(300);
+    assert.is(watchdog.clock, clock);
+  });
+});
+
+describe('Watchdog#stop', (it) => {
+  it('loses every held hold with the error given, disarms its timer and ignores later holds', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const held = makeHold('held', renewer);
+    const pending = makeHold('pending', renewer);
+    acquireHold(watchdog, held, clock.now(), 300);
+    watchdog.add(pending);
+    const error = new LockLostError('closed');
+    watchdog.stop(error);
+    assert.ok(watchdog.stopped);
+    assert.equal(held.losses, [error]);
+    assert.is(pending.losses.length, 0);
+    assert.is(clock.pending, 0, 'no timer left');
+    const late = makeHold('late', renewer);
+    acquireHold(watchdog, late, clock.now(), 300);
+    assert.is(clock.pending, 0, 'a hold added after stop() arms nothing');
+    await clock.advanceAsync(1_000);
+    assert.is(renewer.calls.length, 0);
+    assert.is(late.losses.length, 0);
+  });
+
+  it('lets a renewal in flight at stop() land without reviving anything', async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    await clock.advanceAsync(100);
+    watchdog.stop(new LockLostError('closed'));
+    renewer.answerAll();
+    await watchdog.settled();
+    assert.is(hold.losses.length, 1);
+    assert.not.ok(hold.held);
+    assert.is(clock.pending, 0, 'the landing renewal arms no timer');
+  });
+});
