@@ -5,6 +5,8 @@
 //
 // A full run (no flags) writes docs/benchmarks.md and docs/benchmarks/*.svg; a partial one writes
 // its report under bench/results/ so it never replaces the published figures.
+// relock-0.1.0 (relock before this change) is built from git on the way (lib/baseline.ts); without
+// git or its commit it is left out with a note.
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ADAPTERS } from './adapters/index.ts';
+import { baselineBundle } from './lib/baseline.ts';
 import { now } from './lib/clock.ts';
 import { cases, FULL, QUICK, SCENARIOS, SLICES, traceCase, type Sizes } from './lib/plan.ts';
 import type { ScenarioId } from './lib/protocol.ts';
@@ -33,7 +36,7 @@ const { values } = parseArgs({
 });
 const sizes: Sizes = { ...(values.quick ? QUICK : FULL), ...(values.runs ? { runs: Number(values.runs) } : {}) };
 const only = values.only?.split(',');
-const adapters = ADAPTERS.filter((adapter) => !only || only.includes(adapter.id));
+let adapters = ADAPTERS.filter((adapter) => !only || only.includes(adapter.id));
 const scenarios = SCENARIOS.filter((scenario) => !values.scenarios || values.scenarios.split(',').includes(scenario));
 const full = !values.quick && !values.runs && !only && !values.scenarios;
 
@@ -54,6 +57,8 @@ interface Saved {
   relock: string;
   loadAtStart: number[];
   loadAtEnd: number[];
+  /** The commit relock-0.1.0 was built from, when it ran. */
+  baseline?: string;
 }
 
 function report(saved: Saved): Promise<string[]> {
@@ -77,6 +82,20 @@ if (!existsSync(dist)) throw new Error(`${dist} is missing: run \`npm run build\
 mkdirSync(join(resultsDir, 'relock-dist'), { recursive: true });
 copyFileSync(dist, join(resultsDir, 'relock-dist', 'index.mjs'));
 process.env.RELOCK_BUNDLE = pathToFileURL(join(resultsDir, 'relock-dist', 'index.mjs')).href;
+
+// relock before this change, built from git when it is among the libraries (lib/baseline.ts).
+let baselineCommit: string | undefined;
+if (adapters.some((adapter) => adapter.kind === 'baseline')) {
+  const baseline = baselineBundle(join(here, '..'), resultsDir);
+  if (baseline.ok) {
+    process.env.RELOCK_BASELINE_BUNDLE = baseline.bundle;
+    baselineCommit = baseline.commit;
+    process.stderr.write(`baseline: relock at ${baseline.commit.slice(0, 7)} ${baseline.built ? 'built' : 'already built'} in bench/results/baseline/\n`);
+  } else {
+    adapters = adapters.filter((adapter) => adapter.kind !== 'baseline');
+    process.stderr.write(`baseline: left out (${baseline.reason})\n`);
+  }
+}
 const log = openLog(join(resultsDir, 'workers.log'));
 
 /** Measured twice in scenario 1, as a gauge of the noise. */
@@ -110,6 +129,8 @@ for (const scenario of scenarios) {
   if (scenario === 'contended') {
     // Run 0: traced, for the hand-off timeline only.
     for (const adapter of adapters) {
+      if (adapter.scenarios && !adapter.scenarios.includes(scenario)) continue;
+      if (adapter.kind === 'baseline') continue;
       if (adapter.waiting === 'pub/sub' && adapter.client === 'ioredis') plan.push({ scenario, run: 0, specs: [traceCase(adapter.id, sizes)] });
     }
   }
@@ -133,6 +154,9 @@ try {
   // A library that ran out of time once in a scenario is not run again in it (nor with more waiters):
   // the run stays bounded, and the report says what it got through.
   const outOfTime = new Map<string, number>();
+  // A library that refused at setup as "not available" (relock-fair on a build without fairLock) is
+  // recorded so in its other cases without forking workers for it again.
+  const unavailable = new Map<string, string>();
   let done = 0;
   const line = (scenario: ScenarioId, run: number, spec: CaseSpec) => {
     const size = spec.size === undefined ? '' : ` ${spec.size}`;
@@ -145,8 +169,11 @@ try {
       const results = await runSliced(stats, server.url, specs, SLICES, log, server.private, (slice) => process.stderr.write(` ${slice}`));
       process.stderr.write('\n');
       specs.forEach((spec, i) => {
-        process.stderr.write(`${line(scenario, run, spec)}${formatCase(results[i]!)}\n`);
-        records.push({ scenario, size: spec.size, adapter: spec.label ?? spec.adapter, run, result: results[i]! });
+        let result = results[i]!;
+        const notAvailable = result.ok ? null : /not available: [^\n]*/.exec(result.error);
+        if (notAvailable) result = { ok: false, error: notAvailable[0], seconds: 0 };
+        process.stderr.write(`${line(scenario, run, spec)}${formatCase(result)}\n`);
+        records.push({ scenario, size: spec.size, adapter: spec.label ?? spec.adapter, run, result });
       });
       continue;
     }
@@ -155,11 +182,19 @@ try {
     const key = `${scenario}:${spec.adapter}`;
     const failedAt = outOfTime.get(key);
     let result: CaseResult;
-    if (failedAt !== undefined && (spec.size ?? 0) >= failedAt) {
+    const refused = unavailable.get(spec.adapter);
+    if (refused !== undefined) {
+      result = { ok: false, error: refused, seconds: 0 };
+    } else if (failedAt !== undefined && (spec.size ?? 0) >= failedAt) {
       result = { ok: false, error: `not run: an earlier run of this scenario${spec.scenario === 'herd' ? ` with ${failedAt} waiters` : ''} did not finish`, seconds: 0 };
     } else {
       result = await runCase(stats, server.url, spec, log, server.private);
       if (!result.ok && result.error.startsWith('did not finish') && run > 0) outOfTime.set(key, spec.size ?? 0);
+      const notAvailable = result.ok ? null : /not available: [^\n]*/.exec(result.error);
+      if (notAvailable) {
+        result = { ok: false, error: notAvailable[0], seconds: 0 };
+        unavailable.set(spec.adapter, notAvailable[0]);
+      }
     }
     process.stderr.write(`${formatCase(result)}\n`);
     records.push({ scenario, size: spec.size, adapter: spec.adapter, run, result });
@@ -178,6 +213,7 @@ try {
     relock,
     loadAtStart,
     loadAtEnd: loadavg(),
+    ...(baselineCommit ? { baseline: baselineCommit } : {}),
   };
   writeFileSync(join(resultsDir, 'results.json'), JSON.stringify(saved, null, 1));
   const written = await report(saved);

@@ -1,5 +1,6 @@
 // Every library measured, in the order the report lists them, with the settings used. Loading this
 // loads no library: a worker imports only its own adapter module.
+import { BASELINE_COMMIT } from '../lib/baseline.ts';
 import { LEASE_MS, RETRY_MS, type AdapterSpec, type Create } from './types.ts';
 
 const lease = `${LEASE_MS / 1000} s`;
@@ -13,6 +14,36 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     client: 'ioredis',
     settings: `\`new LockClient({ redis: url })\`, \`lock(name).acquire()\`: watchdog lease ${lease} (the default), \`waitMs\` Infinity (the default)`,
     module: './relock.ts',
+  },
+  {
+    id: 'relock-fair',
+    pkg: undefined,
+    waiting: 'pub/sub',
+    kind: 'relock',
+    client: 'ioredis',
+    settings: `\`client.fairLock(name).acquire()\` on the same client settings as relock: FIFO across processes, the release grants the lock to the head of the queue. Scenarios 3 and 4 only; reported "not available" when the bundle has no \`fairLock\``,
+    scenarios: ['contended', 'herd'],
+    module: './relock-fair.ts',
+  },
+  {
+    id: 'relock+diagnostics',
+    pkg: undefined,
+    waiting: 'pub/sub',
+    kind: 'relock',
+    client: 'ioredis',
+    settings: `relock as above, with a no-op subscriber on every diagnostics channel (\`tracingChannel('relock:acquire')\`, \`tracingChannel('relock:release')\`, \`relock:lost\`, \`relock:renew\`, \`relock:wake\`): what turning diagnostics on costs. Scenario 1 only`,
+    scenarios: ['uncontended'],
+    module: './relock-diagnostics.ts',
+  },
+  {
+    id: 'relock-0.1.0',
+    pkg: undefined,
+    waiting: 'pub/sub',
+    kind: 'baseline',
+    client: 'ioredis',
+    settings: `relock before this change: the relock adapter over a bundle built by the bench from commit ${BASELINE_COMMIT} (before the runtime restructuring and the uncontended fast path), same settings. Scenarios 1 and 3 only; left out, with a note, where git or that commit is not available`,
+    scenarios: ['uncontended', 'contended'],
+    module: './relock-0.1.0.ts',
   },
   {
     id: 'node-redisson',
@@ -92,7 +123,7 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     waiting: 'polling',
     kind: 'floor',
     client: 'ioredis',
-    settings: `relock's own acquire and release scripts through its own \`Commands\` wrapper (src/scripts.ts) on one ioredis connection, without the Lock/Lease layer: the part of relock's cost that is its scripts. Scenario 1 only`,
+    settings: `relock's own acquire and release scripts through its own \`LockCommands\` and script runner (src/lock/commands.ts, src/runtime/script.ts) on one ioredis connection, without the Lock/Lease layer: the part of relock's cost that is its scripts. Scenario 1 only`,
     scenarios: ['uncontended'],
     module: './relock-scripts.ts',
   },

@@ -1,39 +1,58 @@
 // relock itself, as published: the ESM bundle that `npm run build` (run first by `npm run bench`)
 // makes from the tree the bench sits in, copied by run.ts when the run starts (RELOCK_BUNDLE), so
-// that a rebuild of dist/ during the run cannot pull it from under the workers.
+// that a rebuild of dist/ during the run cannot pull it from under the workers. Its variants
+// (relock-fair, relock+diagnostics, relock-0.1.0) are this same adapter over another lock kind,
+// with subscribers, or over another bundle: relockAdapter.
 import type { Lock, LockClient as Client } from '../../dist/index.mjs';
 import type { Create, Held } from './types.ts';
 
 /** Where run.ts copied dist/index.mjs; dist/ itself when run outside run.ts. */
-const bundle = process.env.RELOCK_BUNDLE ?? new URL('../../dist/index.mjs', import.meta.url).href;
+export const bundle = process.env.RELOCK_BUNDLE ?? new URL('../../dist/index.mjs', import.meta.url).href;
 
-export const create: Create = async (url) => {
-  const { LockClient } = (await import(bundle)) as { LockClient: typeof Client };
-  const client = new LockClient({ redis: url });
-  const locks = new Map<string, Lock>();
-  const lockOf = (name: string): Lock => {
-    let lock = locks.get(name);
-    if (!lock) locks.set(name, (lock = client.lock(name)));
-    return lock;
+/** How a variant makes its locks; called once per client, so it may refuse (throw) at setup. */
+export type LockKindOf = (client: Client) => (name: string) => Lock;
+
+const plainLock: LockKindOf = (client) => (name) => client.lock(name);
+
+/** The relock adapter over the bundle at `from` (a file: URL), with locks made by `kindOf`. */
+export function relockAdapter(from: string, kindOf: LockKindOf = plainLock): Create {
+  return async (url) => {
+    const { LockClient } = (await import(from)) as { LockClient: typeof Client };
+    const client = new LockClient({ redis: url });
+    let make: (name: string) => Lock;
+    try {
+      make = kindOf(client);
+    } catch (error) {
+      await client.close();
+      throw error;
+    }
+    const locks = new Map<string, Lock>();
+    const lockOf = (name: string): Lock => {
+      let lock = locks.get(name);
+      if (!lock) locks.set(name, (lock = make(name)));
+      return lock;
+    };
+    return {
+      acquire: (name): Promise<Held> => lockOf(name).acquire(),
+      async reenter(name, rounds) {
+        const lock = lockOf(name);
+        const outer = await lock.acquire();
+        const durations: number[] = [];
+        await outer.run(async () => {
+          for (let i = 0; i < rounds; i++) {
+            const start = performance.now();
+            const inner = await lock.acquire();
+            if (inner.holdCount !== 2) throw new Error(`nested acquire gave holdCount ${inner.holdCount}, expected 2`);
+            await inner.release();
+            durations.push(performance.now() - start);
+          }
+        });
+        await outer.release();
+        return durations;
+      },
+      close: () => client.close(),
+    };
   };
-  return {
-    acquire: (name): Promise<Held> => lockOf(name).acquire(),
-    async reenter(name, rounds) {
-      const lock = lockOf(name);
-      const outer = await lock.acquire();
-      const durations: number[] = [];
-      await outer.run(async () => {
-        for (let i = 0; i < rounds; i++) {
-          const start = performance.now();
-          const inner = await lock.acquire();
-          if (inner.holdCount !== 2) throw new Error(`nested acquire gave holdCount ${inner.holdCount}, expected 2`);
-          await inner.release();
-          durations.push(performance.now() - start);
-        }
-      });
-      await outer.release();
-      return durations;
-    },
-    close: () => client.close(),
-  };
-};
+}
+
+export const create: Create = relockAdapter(bundle);

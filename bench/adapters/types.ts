@@ -18,6 +18,9 @@ export interface LockAdapter {
   close(): Promise<void>;
 }
 
+/** What a library is to the report: relock (and its variants), a peer, a floor, or relock before this change. */
+export type Kind = 'relock' | 'peer' | 'floor' | 'baseline';
+
 /** How a library waits for a held lock. */
 export type Waiting = 'pub/sub' | 'polling';
 
@@ -30,8 +33,11 @@ export interface AdapterSpec {
   readonly waiting: Waiting;
   /** The Redis client it runs on: only ioredis commands can be traced (lib/trace.ts). */
   readonly client: 'ioredis' | 'node-redis';
-  /** Peers are compared with relock; floors are what a hand-written lock costs. */
-  readonly kind: 'relock' | 'peer' | 'floor';
+  /**
+   * Peers are compared with relock; floors are what a hand-written lock costs; a baseline is relock
+   * itself before the change under review, built from an earlier commit (lib/baseline.ts).
+   */
+  readonly kind: Kind;
   /** The settings used, in words, for the report. */
   readonly settings: string;
   /** Only these scenarios (default: every one). */

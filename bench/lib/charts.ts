@@ -2,11 +2,12 @@
 // browser): the figures come straight from the run's medians.
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
+import type { Kind } from '../adapters/types.ts';
 
 /** One bar or point: a library's median of one figure. */
 export interface Datum {
   library: string;
-  kind: 'relock' | 'peer' | 'floor';
+  kind: Kind;
   figure: string;
   value: number;
   /** herd: the number of waiters. */
@@ -15,7 +16,13 @@ export interface Datum {
 
 /** relock in red, as in the bar charts; the others from a palette without red. */
 const LIBRARY_COLORS = ['#d62728', '#4c78a8', '#f58518', '#54a24b', '#b279a2', '#9d755d', '#eeca3b', '#a0a0a0', '#72b7b2', '#ff9da6'];
-const KIND_COLORS = { domain: ['relock', 'peer', 'floor'], range: ['#d62728', '#4c78a8', '#a0a0a0'] };
+const KIND_COLORS: Record<Kind, string> = { relock: '#d62728', peer: '#4c78a8', floor: '#a0a0a0', baseline: '#ff9896' };
+
+/** The colour scale of the kinds present, so the legend names no kind without a bar. */
+function kindScale(data: Datum[]): { domain: Kind[]; range: string[] } {
+  const kinds = (Object.keys(KIND_COLORS) as Kind[]).filter((kind) => data.some((datum) => datum.kind === kind));
+  return { domain: kinds, range: kinds.map((kind) => KIND_COLORS[kind]) };
+}
 
 async function render(spec: TopLevelSpec): Promise<string> {
   const view = new vega.View(vega.parse(compile(spec).spec), { renderer: 'none' });
@@ -39,7 +46,7 @@ export function bars(title: string, data: Datum[], figures: { name: string; titl
       encoding: {
         y: { field: 'library', type: 'nominal', sort: order, title: null, axis: { labelLimit: 240 } },
         x: { field: 'value', type: 'quantitative', title: figure.title },
-        color: { field: 'kind', type: 'nominal', scale: KIND_COLORS, legend: options.legend === false ? null : { title: null, orient: 'bottom' } },
+        color: { field: 'kind', type: 'nominal', scale: kindScale(data), legend: options.legend === false ? null : { title: null, orient: 'bottom' } },
       },
     })),
     resolve: { scale: { x: 'independent' } },

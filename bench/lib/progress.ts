@@ -14,6 +14,7 @@ export function formatCase(result: CaseResult): string {
     `${f.connectionsPerClient.toFixed(1)} conn/client`,
   ];
   if (f.utilisation !== undefined) parts.push(`util ${f.utilisation.toFixed(2)} (${f.utilisationToRelease?.toFixed(2)} to release)`);
+  if (f.overtaken !== undefined) parts.push(`overtaken ${(f.overtaken * 100).toFixed(1)}%, hand-off p50/p99 ${f.handOffP50.toFixed(2)}/${f.handOffP99?.toFixed(2)} ms`);
   if (f.bytesPerWaiter !== undefined) parts.push(`${Math.round(f.bytesPerWaiter)} B/waiter`);
   parts.push(`overlaps ${f.overlaps}`);
   return parts.join(', ');

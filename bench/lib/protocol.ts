@@ -22,8 +22,12 @@ export interface ScenarioParams {
   trace?: boolean;
 }
 
-/** A critical section as seen by its holder: [entered, left, lock name, its release resolved]. */
-export type Interval = [number, number, string, number?];
+/**
+ * A critical section as seen by its holder: [entered, left, lock name, its release resolved, its
+ * acquire called]. The last is set where the section comes from a measured acquire (worker.ts, once):
+ * with the entry it orders callers and grants across processes (stats.ts, overtaken, waitedHandOffs).
+ */
+export type Interval = [number, number, string, number?, number?];
 
 export interface WorkerResult {
   /** Critical sections, on the shared monotonic clock (lib/clock.ts). */

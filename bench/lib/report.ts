@@ -6,6 +6,7 @@ import { cpus, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AdapterSpec } from '../adapters/types.ts';
+import { BASELINE_COMMIT } from './baseline.ts';
 import { bars, growth, type Datum } from './charts.ts';
 import { HERD_SETTLE_MS, LONG_RUN_TIMEOUT_MS, MANY_SETTLE_MS, SLICES, TITLES, type Sizes } from './plan.ts';
 import type { ScenarioId } from './protocol.ts';
@@ -38,6 +39,8 @@ export interface ReportInput {
   /** The machine's load averages when the run began and when it ended. */
   loadAtStart: number[];
   loadAtEnd: number[];
+  /** The commit relock-0.1.0 (relock before this change) was built from, when it ran. */
+  baseline?: string;
 }
 
 const bench = fileURLToPath(new URL('..', import.meta.url));
@@ -61,6 +64,9 @@ function fixed(value: number): string {
 }
 const integer = (value: number) => (Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : '—');
 const kib = (value: number) => `${(value / 1024).toFixed(1)} KiB`;
+const percent = (value: number) => (Number.isFinite(value) ? `${(value * 100).toFixed(value < 0.1 ? 2 : 1)}%` : '—');
+/** A difference, signed: "+12.3" or "−4.56". */
+const signed = (value: number) => (Number.isFinite(value) ? `${value < 0 ? '−' : '+'}${fixed(Math.abs(value))}` : '—');
 
 const columns = new Map<string, Column>();
 /** One Column object per label: rows keep their medians by Column, so the same label must give the same object. */
@@ -76,6 +82,8 @@ const C = {
   max: (what: string) => col(`${what} max ms`, 'low', (f) => f.latency.max),
   waitP99: col('wait p99 ms', 'low', (f) => f.waitP99),
   handOffP50: col('hand-off p50 ms', 'low', (f) => f.handOffP50),
+  handOffP99: col('hand-off p99 ms', 'low', (f) => f.handOffP99),
+  overtaken: col('overtaken by a later caller', 'low', (f) => f.overtaken, percent),
   utilisation: col('utilisation', 'high', (f) => f.utilisation),
   utilisationToRelease: col('utilisation to release', 'high', (f) => f.utilisationToRelease),
   fairness: col('acquisitions per loop max/min', 'low', (f) => f.fairness),
@@ -93,8 +101,8 @@ const C = {
 const COLUMNS: Record<ScenarioId, Column[]> = {
   uncontended: [C.ops, C.p50('round'), C.p99('round'), C.max('round'), C.commands, C.scripts, C.cpu, C.clientCpu, C.connections, C.overlaps],
   reentrant: [C.ops, C.p50('round'), C.p99('round'), C.max('round'), C.commands, C.scripts, C.cpu, C.clientCpu, C.overlaps],
-  contended: [C.ops, C.p50('wait'), C.p99('wait'), C.max('wait'), C.utilisation, C.utilisationToRelease, C.fairness, C.handOffP50, C.commands, C.cpu, C.clientCpu, C.connections, C.overlaps],
-  herd: [C.ops, C.p50('hand-off'), C.p99('hand-off'), C.max('hand-off'), C.waitP99, C.commands, C.cpu, C.handOffCommands, C.handOffCpu, C.clientCpu, C.connections, C.overlaps],
+  contended: [C.ops, C.p50('wait'), C.p99('wait'), C.max('wait'), C.utilisation, C.utilisationToRelease, C.fairness, C.overtaken, C.handOffP50, C.handOffP99, C.commands, C.scripts, C.cpu, C.clientCpu, C.connections, C.overlaps],
+  herd: [C.ops, C.p50('hand-off'), C.p99('hand-off'), C.max('hand-off'), C.waitP99, C.commands, C.scripts, C.cpu, C.handOffCommands, C.handOffCpu, C.clientCpu, C.connections, C.overlaps],
   many: [C.ops, C.p50('hand-off'), C.p99('hand-off'), C.max('hand-off'), C.commands, C.cpu, C.clientCpu, C.connections, C.memory, C.overlaps],
 };
 
@@ -138,8 +146,28 @@ function cell(row: Row, column: Column, reference: number | undefined): string {
   return `${column.format(value)}${ratio}`;
 }
 
+/** A library's name in the tables: relock and its variants in bold, floors in italics. */
+function nameOf(adapter: AdapterSpec): string {
+  switch (adapter.kind) {
+    case 'relock':
+      return `**${adapter.id}**`;
+    case 'floor':
+      return `*${adapter.id}*`;
+    case 'baseline':
+      return `${adapter.id} (relock before this change)`;
+    case 'peer':
+      return adapter.id;
+  }
+}
+
+/** The reason a library gave for not running at all ("not available: ..."), if it did. */
+function unavailable(row: Row): string | undefined {
+  return row.finished === 0 && row.errors.length > 0 && row.errors.every((error) => error.startsWith('not available')) ? row.errors.join('; ') : undefined;
+}
+
 function label(row: Row): string {
-  const name = row.adapter.kind === 'relock' ? '**relock**' : row.adapter.kind === 'floor' ? `*${row.adapter.id}*` : row.adapter.id;
+  const name = nameOf(row.adapter);
+  if (unavailable(row)) return `${name} ²`;
   return row.finished < row.runs ? `${name} ¹` : name;
 }
 
@@ -155,7 +183,11 @@ function table(all: Row[], columns: Column[], references: (column: Column) => nu
 function failures(all: Row[]): string {
   const notes = all
     .filter((row) => row.finished < row.runs)
-    .map((row) => `¹ ${row.adapter.id}: ${row.runs - row.finished} of ${row.runs} runs did not finish (${row.errors.join('; ')}); ${row.finished > 0 ? `the figures are the median of the ${row.finished} that did` : 'no figures'}.`);
+    .map((row) => {
+      const reason = unavailable(row);
+      if (reason) return `² ${row.adapter.id}: ${reason}; no figures.`;
+      return `¹ ${row.adapter.id}: ${row.runs - row.finished} of ${row.runs} runs did not finish (${row.errors.join('; ')}); ${row.finished > 0 ? `the figures are the median of the ${row.finished} that did` : 'no figures'}.`;
+    });
   return notes.length > 0 ? `\n\n${notes.join('\n')}` : '';
 }
 
@@ -210,6 +242,12 @@ function targets(input: ReportInput, at: Lookup): string {
     const scripts = relockUn.get(C.scripts);
     const commands = relockUn.get(C.commands);
     if (scripts !== undefined && commands !== undefined) lines.push(`| 1. uncontended: 2 round trips per acquire+release | ${fixed(scripts)} script calls and no other command from the client (${fixed(commands)} commands inside them) | ${yes(Math.abs(scripts - 2) < 0.01)} |`);
+    const semaphore = at('uncontended', 'redis-semaphore')?.get(C.ops);
+    if (semaphore !== undefined) {
+      const before = at('uncontended', 'relock-0.1.0')?.get(C.ops);
+      const then = before === undefined ? '' : `; relock before this change: ${(before / semaphore).toFixed(2)}×`;
+      lines.push(`| 1. uncontended (issue 8): ≥ 0.85× redis-semaphore in the same run | ${integer(ops)} ops/s vs ${integer(semaphore)}: ${(ops / semaphore).toFixed(2)}×${then} | ${yes(ops / semaphore >= 0.85)} |`);
+    }
   }
   const relockC = at('contended', 'relock');
   if (relockC) {
@@ -276,7 +314,7 @@ function why(input: ReportInput, at: Lookup): string {
   const mine = legsOf(input, 'relock');
   const contended = at('contended', 'relock');
   if (contended && ((contended.get(C.utilisation) ?? 0) < 0.8 || mine)) {
-    const others = input.adapters.filter((a) => a.kind !== 'relock').map((a) => ({ id: a.id, legs: legsOf(input, a.id) })).filter((o): o is { id: string; legs: HandOffLegs } => o.legs !== undefined);
+    const others = input.adapters.filter((a) => a.kind === 'peer' || a.kind === 'floor').map((a) => ({ id: a.id, legs: legsOf(input, a.id) })).filter((o): o is { id: string; legs: HandOffLegs } => o.legs !== undefined);
     const fastest = others.sort((a, b) => a.legs.total - b.legs.total)[0];
     const hold = 1 / (contended.get(C.ops)! / 1000) * contended.get(C.utilisation)!;
     let text =
@@ -318,7 +356,7 @@ function herdGrowth(input: ReportInput, at: Lookup): string {
   for (const adapter of input.adapters) {
     const cells = sizes.map((s) => at('herd', adapter.id, s));
     if (cells.every((c) => c === undefined)) continue;
-    const name = adapter.kind === 'relock' ? '**relock**' : adapter.kind === 'floor' ? `*${adapter.id}*` : adapter.id;
+    const name = nameOf(adapter);
     lines.push(`| ${[name, adapter.waiting, ...cells.map((c) => (c?.get(C.cpu) === undefined ? '—' : fixed(c.get(C.cpu)!))), ...cells.map((c) => (c?.get(C.commands) === undefined ? '—' : fixed(c.get(C.commands)!)))].join(' | ')} |`);
   }
   return lines.join('\n');
@@ -355,7 +393,7 @@ function legsTable(input: ReportInput): string {
     ['hand-offs that followed a message', (l) => `${Math.round(l.woken * 100)}% of ${l.handOffs}`],
     ['lock commands written by all processes per hand-off', (l) => fixed(l.commandsPerHandOff)],
   ];
-  const head = ['median, ms', ...traced.map((t) => (t.adapter.kind === 'relock' ? '**relock**' : t.adapter.kind === 'floor' ? `*${t.adapter.id}*` : t.adapter.id))];
+  const head = ['median, ms', ...traced.map((t) => nameOf(t.adapter))];
   const lines = [
     `| ${head.join(' | ')} |`,
     `| ${head.map((_, i) => (i === 0 ? '---' : '---:')).join(' | ')} |`,
@@ -366,6 +404,170 @@ function legsTable(input: ReportInput): string {
     `One more run per pub/sub library on ioredis, traced (\`bench/lib/trace.ts\`; not among the measured runs): every process stamps, on the shared monotonic clock, each lock command it writes and its reply, and each pub/sub message it receives. Each hand-off is then split into legs: the first lock command the previous holder's process writes after leaving (its release), the next holder's winning attempt (the last command it wrote before entering) and the message in between, if any. Legs are medians over hand-offs, so they need not add up to the total.`,
     lines.join('\n'),
   ].join('\n\n');
+}
+
+const value = (figures: Map<Column, number>, column: Column) => figures.get(column) ?? Number.NaN;
+
+/**
+ * Scenario 1, before and after (issue 8, "where each microsecond went"): relock against relock
+ * before this change, both beside relock's own scripts without the library around them.
+ */
+function beforeAfter(input: ReportInput, at: Lookup): string {
+  const after = at('uncontended', 'relock');
+  const before = at('uncontended', 'relock-0.1.0');
+  if (!after || !before) return '';
+  const commit = input.baseline?.slice(0, 7) ?? BASELINE_COMMIT;
+  let text =
+    `**Before and after this change.** In the same interleaved slices, relock does ${integer(value(after, C.ops))} rounds/s against ${integer(value(before, C.ops))} for relock before this change (*relock-0.1.0*, built from ${commit}): ${fixed(value(after, C.ops) / value(before, C.ops))}×. ` +
+    `Per acquire+release, its client process spends ${fixed(value(after, C.clientCpu))} µs of CPU against ${fixed(value(before, C.clientCpu))} (${signed(value(after, C.clientCpu) - value(before, C.clientCpu))} µs), ` +
+    `Redis ${fixed(value(after, C.cpu))} µs against ${fixed(value(before, C.cpu))} (${signed(value(after, C.cpu) - value(before, C.cpu))} µs), ` +
+    `for ${fixed(value(after, C.commands))} Redis commands in ${fixed(value(after, C.scripts))} script calls against ${fixed(value(before, C.commands))} in ${fixed(value(before, C.scripts))}.`;
+  const bare = at('uncontended', 'relock-scripts');
+  if (bare) {
+    const library = value(after, C.clientCpu) - value(bare, C.clientCpu);
+    const libraryBefore = value(before, C.clientCpu) - value(bare, C.clientCpu);
+    text +=
+      ` Today's two scripts alone, through relock's script runner on one connection (*relock-scripts*), do ${integer(value(bare, C.ops))} rounds/s with ${fixed(value(bare, C.clientCpu))} µs of client CPU and ${fixed(value(bare, C.cpu))} µs of Redis CPU per round: ` +
+      `the library around the scripts (options, Lock and Lease objects, async context, watchdog, waiting) costs ${fixed(library)} µs of client CPU per round now, against about ${fixed(libraryBefore)} µs before ` +
+      `(taking the old scripts' client cost to be the new ones': both are two script calls per round, and the ${fixed(value(before, C.commands))} against ${fixed(value(after, C.commands))} Redis commands inside them are Redis's cost, not the client's).`;
+  }
+  return text;
+}
+
+/** Scenario 1: relock with a subscriber on every diagnostics channel against relock without. */
+function diagnosticsCost(at: Lookup): string {
+  const plain = at('uncontended', 'relock');
+  const traced = at('uncontended', 'relock+diagnostics');
+  if (!plain || !traced) return '';
+  return (
+    `**Diagnostics.** With a no-op subscriber on each of relock's five diagnostics channels (*relock+diagnostics*), relock does ${integer(value(traced, C.ops))} rounds/s, ${fixed(value(traced, C.ops) / value(plain, C.ops))}× relock without subscribers in the same slices, ` +
+    `and spends ${fixed(value(traced, C.clientCpu))} µs of client CPU per round against ${fixed(value(plain, C.clientCpu))} (${signed(value(traced, C.clientCpu) - value(plain, C.clientCpu))} µs); Redis sees ${fixed(value(traced, C.commands))} commands per round against ${fixed(value(plain, C.commands))}. ` +
+    `That is what turning diagnostics on costs, give or take the noise of this shared machine. Without subscribers relock only reads \`hasSubscribers\` before each publication: \`node --import tsx bench/diagnostics-cost.ts\` times that guard alone, a publication to a subscriber, and acquire+release with and without subscribers on a private Redis, in nanoseconds.`
+  );
+}
+
+/** The reason relock-fair gave for not running, or undefined. */
+function fairUnavailable(input: ReportInput): string | undefined {
+  const record = input.records.find((r) => r.adapter === 'relock-fair' && !r.result.ok && r.result.error.startsWith('not available'));
+  return record && !record.result.ok ? record.result.error : undefined;
+}
+
+/**
+ * Issue 9's targets, as ratios in this run: the fair lock against the best peer and the pub/sub
+ * floor, and the default lock() against that floor; rows only for the scenarios that ran. "missed"
+ * where a figure misses or relock-fair has none.
+ */
+function fairTargets(input: ReportInput, at: Lookup): string {
+  const contended = input.scenarios.includes('contended');
+  const herd = input.scenarios.includes('herd');
+  if (!contended && !herd) return '';
+  const lines = ['| target | measured | verdict |', '| --- | --- | --- |'];
+  const row = (target: string, measured: string, verdict: string) => lines.push(`| ${target} | ${measured} | ${verdict} |`);
+  const ran = input.adapters.some((a) => a.id === 'relock-fair');
+  const refused = fairUnavailable(input);
+  const absent = (scenario: string): [string, string] =>
+    !ran ? ['—', 'not measured: relock-fair was not in this run'] : refused ? ['—', '**missed**: not available (below)'] : ['—', `**missed**: relock-fair has no figures in ${scenario}`];
+  const load = (where: string) => `${where}: ≤ 22 Redis commands and ≤ 3 script calls per acquisition`;
+
+  if (contended) {
+    const fair = at('contended', 'relock-fair');
+    const floor = at('contended', 'floor-pubsub');
+    const noFloor: [string, string] = ['—', 'not measured: floor-pubsub was not in this run'];
+    const bestPeer = input.adapters
+      .filter((a) => a.kind === 'peer')
+      .map((a) => ({ id: a.id, p99: at('contended', a.id)?.get(C.p99('wait')) }))
+      .filter((p): p is { id: string; p99: number } => p.p99 !== undefined && Number.isFinite(p.p99))
+      .sort((a, b) => a.p99 - b.p99)[0];
+    const fairRows: [string, (fair: Map<Column, number>) => [string, string]][] = [
+      [
+        "3. fair: p99 wait ≤ 0.4× the best peer's",
+        (f) => {
+          if (!bestPeer) return ['—', 'not measured: no peer in this run'];
+          const ratio = value(f, C.p99('wait')) / bestPeer.p99;
+          return [`${fixed(value(f, C.p99('wait')))} ms vs ${bestPeer.id} ${fixed(bestPeer.p99)} ms: ${ratio.toFixed(3)}×`, yes(ratio <= 0.4)];
+        },
+      ],
+      [
+        "3. fair: p99 wait ≤ 0.5× floor-pubsub's",
+        (f) => {
+          if (!floor) return noFloor;
+          const ratio = value(f, C.p99('wait')) / value(floor, C.p99('wait'));
+          return [`${fixed(value(f, C.p99('wait')))} ms vs ${fixed(value(floor, C.p99('wait')))} ms: ${ratio.toFixed(3)}×`, yes(ratio <= 0.5)];
+        },
+      ],
+      [
+        "3. fair: utilisation ≥ 0.95× floor-pubsub's",
+        (f) => {
+          if (!floor) return noFloor;
+          const ratio = value(f, C.utilisation) / value(floor, C.utilisation);
+          return [`${fixed(value(f, C.utilisation))} vs ${fixed(value(floor, C.utilisation))}: ${ratio.toFixed(3)}×`, yes(ratio >= 0.95)];
+        },
+      ],
+      [
+        '3. fair: overtaken by a later caller ≤ 0.5 %',
+        (f) => {
+          const share = value(f, C.overtaken);
+          const others = ['relock', 'floor-pubsub'].map((id) => ({ id, share: at('contended', id)?.get(C.overtaken) })).filter((o): o is { id: string; share: number } => o.share !== undefined);
+          return [`${percent(share)}${others.length > 0 ? ` (${others.map((o) => `${o.id} ${percent(o.share)}`).join(', ')})` : ''}`, yes(share <= 0.005)];
+        },
+      ],
+      [
+        load('3. fair'),
+        (f) => {
+          const commands = value(f, C.commands);
+          const scripts = value(f, C.scripts);
+          return [`${fixed(commands)} commands, ${fixed(scripts)} script calls`, yes(commands <= 22 && scripts <= 3)];
+        },
+      ],
+    ];
+    for (const [target, measure] of fairRows) row(target, ...(fair ? measure(fair) : absent('scenario 3')));
+  }
+
+  if (herd) {
+    const sizes = input.sizes.herd.filter((size) => at('herd', 'relock-fair', size));
+    const flat = '4. herd, fair: Redis CPU/acq flat from 50 to 800 waiters (max/min ≤ 1.5)';
+    if (sizes.length === 0) {
+      row(load('4. herd, fair, at every size'), ...absent('scenario 4'));
+      row(flat, ...absent('scenario 4'));
+    } else {
+      const figures = sizes.map((size) => at('herd', 'relock-fair', size)!);
+      const commands = figures.map((f) => value(f, C.commands));
+      const scripts = figures.map((f) => value(f, C.scripts));
+      row(
+        load('4. herd, fair, at every size'),
+        `${commands.map(fixed).join(', ')} commands and ${scripts.map(fixed).join(', ')} script calls at ${sizes.join(', ')} waiters`,
+        yes(Math.max(...commands) <= 22 && Math.max(...scripts) <= 3),
+      );
+      const cpu = figures.map((f) => value(f, C.cpu));
+      const spread = Math.max(...cpu) / Math.min(...cpu);
+      const missing = [50, 800].filter((size) => !sizes.includes(size));
+      row(
+        flat,
+        `${cpu.map(fixed).join(', ')} µs at ${sizes.join(', ')} waiters: ${spread.toFixed(2)}×${missing.length > 0 ? ` (${missing.join(' and ')} not run)` : ''}`,
+        missing.length > 0 ? `${yes(spread <= 1.5)} over the sizes run` : yes(spread <= 1.5),
+      );
+    }
+  }
+
+  if (contended) {
+    const lock = at('contended', 'relock');
+    const floor = at('contended', 'floor-pubsub');
+    const utilTarget = "3. lock(): utilisation ≥ 0.95× floor-pubsub's";
+    const p99Target = "3. lock(): p99 wait no worse than floor-pubsub's";
+    if (!lock || !floor) {
+      const why: [string, string] = ['—', !lock ? 'not measured: relock has no figures in scenario 3' : 'not measured: floor-pubsub was not in this run'];
+      row(utilTarget, ...why);
+      row(p99Target, ...why);
+    } else {
+      const ratio = value(lock, C.utilisation) / value(floor, C.utilisation);
+      row(utilTarget, `${fixed(value(lock, C.utilisation))} vs ${fixed(value(floor, C.utilisation))}: ${ratio.toFixed(3)}×`, yes(ratio >= 0.95));
+      const p99 = value(lock, C.p99('wait'));
+      const floorP99 = value(floor, C.p99('wait'));
+      row(p99Target, `${fixed(p99)} ms vs ${fixed(floorP99)} ms: ${(p99 / floorP99).toFixed(3)}×`, yes(p99 <= floorP99));
+    }
+  }
+  const note = refused ? `\n\nNot available: relock-fair has no figures (${refused.replace(/^not available: /, '')}).` : '';
+  return `### Fair lock and hand-off (issue 9)\n\nRatios within this run; the fair lock is *relock-fair* (\`client.fairLock(name)\`), \`lock()\` is **relock**.\n\n${lines.join('\n')}${note}`;
 }
 
 /** floor-poll runs twice in scenario 1, as two libraries: how far apart they land is the noise. */
@@ -460,7 +662,7 @@ export async function writeReport(input: ReportInput): Promise<string[]> {
         const chosen = figures[scenario]!;
         parts.push(await chart(scenario, bars(TITLES[scenario].replace(/^\d\. /, ''), chartData(all, chosen), chosen, order)));
         parts.push(`${table(all, columns, (c) => best(all, c))}${failures(all)}${topCommands(input, scenario, size)}`);
-        if (scenario === 'uncontended') parts.push(noise(input, all));
+        if (scenario === 'uncontended') parts.push(...[beforeAfter(input, at), diagnosticsCost(at), noise(input, all)].filter((text) => text !== ''));
         if (scenario === 'contended') parts.push(legsTable(input));
       }
     }
@@ -470,8 +672,16 @@ export async function writeReport(input: ReportInput): Promise<string[]> {
   const minutes = `${Math.floor(input.seconds / 60)} min ${Math.round(input.seconds % 60)} s`;
   const cpu = cpus();
   const peers = input.adapters.map((a) => {
-    const v = a.kind === 'relock' ? input.relock : a.pkg ? version(a.pkg) : 'written in bench/adapters';
-    return `| ${a.kind === 'relock' ? '**relock**' : a.kind === 'floor' ? `*${a.id}* (floor)` : `[${a.id}](https://www.npmjs.com/package/${a.pkg})`} | ${v} | ${a.waiting} | ${a.settings} |`;
+    const v =
+      a.kind === 'relock'
+        ? input.relock
+        : a.kind === 'baseline'
+          ? `0.1.0 (built from ${input.baseline?.slice(0, 7) ?? BASELINE_COMMIT} by bench/lib/baseline.ts)`
+          : a.pkg
+            ? version(a.pkg)
+            : 'written in bench/adapters';
+    const name = a.kind === 'peer' ? `[${a.id}](https://www.npmjs.com/package/${a.pkg})` : a.kind === 'floor' ? `*${a.id}* (floor)` : nameOf(a);
+    return `| ${name} | ${v} | ${a.waiting} | ${a.settings} |`;
   });
   const doc = `# Benchmarks
 
@@ -488,6 +698,8 @@ they are what a minimal hand-written lock costs.
 
 ${targets(input, at)}
 
+${fairTargets(input, at)}
+
 ${why(input, at)}
 
 ## The machine
@@ -500,7 +712,12 @@ ${why(input, at)}
   tree it sits in (the root script is \`npm run build && cd bench && npm ci && node --import tsx run.ts\`)
   and copies to \`bench/results/relock-dist/\` for the run, so a rebuild meanwhile cannot disturb it;
   the peers live in \`bench/package.json\` only. The harness and the floors are TypeScript run by tsx;
-  *relock-scripts* imports relock's \`src/scripts.ts\` and \`src/keys.ts\` directly.
+  *relock-scripts* imports relock's \`src/lock/commands.ts\`, \`src/lock/keys.ts\` and \`src/runtime/script.ts\` directly.
+- *relock-0.1.0*, relock before this change, is built by the bench itself (\`bench/lib/baseline.ts\`):
+  \`git archive ${input.baseline?.slice(0, 7) ?? BASELINE_COMMIT}\` of \`src\`, \`lua\`, \`scripts\` and the build files into
+  \`bench/results/baseline-src/\`, its Lua generated and bundled there with the root's \`node_modules\`, and
+  its \`dist/index.mjs\` copied to \`bench/results/baseline/\` (once per commit); it then runs through the
+  same adapter as relock, on the same copy of ioredis. Without git or that commit it is left out.
 
 ## Libraries, versions and settings
 
@@ -558,6 +775,14 @@ Redis clients: ioredis ${version('ioredis')} (bench's own copy) for relock, the 
   spans merged). The first leaves out about a round trip per hold (the acquire's reply, the release's
   request), the second adds the release's reply and leaves out the acquire's. **Fairness**:
   acquisitions of the busiest loop / of the idlest loop.
+- **Overtaken by a later caller** (3): each acquire is stamped when it is called and when it
+  resolves, on the same system-wide clock in every process; an acquisition counts as overtaken when
+  some other acquire of the lock, called at least 1 ms after it (in any process), got the lock
+  before it did. A FIFO lock scores 0; a lock that lets every waiter race scores what luck gives.
+- **Hand-off p50/p99** (3): from one holder leaving its critical section (just before it calls
+  \`release()\`) to the next holder entering, counted only where that next holder had already called
+  \`acquire()\` before the previous one left (so idle time between holders is not hand-off).
+  In 4 and 5 the hand-off latency counts every gap between holders.
 - **Redis commands per acquisition**: \`CONFIG RESETSTAT\` once every client is connected and warm,
   then the sum of \`calls\` over \`INFO commandstats\` at the end, less the harness's own INFO/CONFIG.
   Commands that scripts call are counted by Redis as commands of their own (\`cmdstat_hset\`...), so
@@ -588,6 +813,7 @@ REDIS_URL=redis://127.0.0.1:6380 npm run bench   # on a Redis of your own: it ru
                                               # deletes keys matching *relock-bench:* (never FLUSHALL)
 BENCH_DEBUG=1 npm run bench -- --quick        # where each run's time goes (fork, run, close)
 cd bench && node --import tsx run.ts --report-only   # this page again from bench/results/results.json
+node --import tsx bench/diagnostics-cost.ts   # the diagnostics guards and acquire+release with and without subscribers
 \`\`\`
 
 Raw figures of the last run, every repetition: \`bench/results/results.json\`; what the workers

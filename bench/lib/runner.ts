@@ -10,7 +10,7 @@ import { now } from './clock.ts';
 import type { FromWorker, Interval, ScenarioId, ScenarioParams, ToWorker, WorkerResult } from './protocol.ts';
 import { clean, reset, snapshot, totalCommands, type Snapshot } from './redis-stats.ts';
 import { handOffLegs, type HandOffLegs } from './trace.ts';
-import { handOffs, overlaps, percentile, utilisation, utilisationToRelease } from './stats.ts';
+import { handOffs, overlaps, overtaken, percentile, utilisation, utilisationToRelease, waitedHandOffs } from './stats.ts';
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
@@ -38,7 +38,14 @@ export interface CaseFigures {
   opsPerSec: number;
   latency: { p50: number; p99: number; max: number };
   waitP99: number;
+  /**
+   * From one holder leaving to the next entering, in ms. Contended: only hand-offs to a caller that
+   * was already waiting (stats.ts, waitedHandOffs); elsewhere every gap between holders.
+   */
   handOffP50: number;
+  handOffP99?: number;
+  /** contended: share of acquisitions overtaken by a caller that called at least 1 ms later. */
+  overtaken?: number;
   utilisation?: number;
   /** contended: the same, each hold lasting until its release resolved. */
   utilisationToRelease?: number;
@@ -156,6 +163,7 @@ function figures(spec: CaseSpec, results: WorkerResult[], goAt: number, endAt: n
   const waits = results.flatMap((result) => result.waits);
   const rounds = results.flatMap((result) => result.rounds);
   const gaps = handOffs(intervals);
+  const handOffGaps = spec.scenario === 'contended' ? waitedHandOffs(intervals) : gaps;
   let acquisitions: number;
   let opsPerSec: number;
   let latencySamples: number[];
@@ -198,9 +206,11 @@ function figures(spec: CaseSpec, results: WorkerResult[], goAt: number, endAt: n
     opsPerSec,
     latency: { p50: percentile(latencySamples, 50), p99: percentile(latencySamples, 99), max: percentile(latencySamples, 100) },
     waitP99: percentile(waits, 99),
-    handOffP50: percentile(gaps, 50),
+    handOffP50: percentile(handOffGaps, 50),
+    handOffP99: percentile(handOffGaps, 99),
     ...(spec.scenario === 'contended'
       ? {
+          overtaken: overtaken(intervals),
           utilisation: utilisation(intervals, goAt + (spec.warmMs ?? 0), endAt),
           utilisationToRelease: utilisationToRelease(intervals, goAt + (spec.warmMs ?? 0), endAt),
           fairness: Math.max(...perLoop) / Math.min(...perLoop),

@@ -82,3 +82,53 @@ export function utilisationToRelease(intervals: readonly Interval[], from: numbe
   if (end > start) held += end - start;
   return held / (to - from);
 }
+
+/** The acquisitions, per lock, that carry their call stamp, in the order of their calls. */
+function byCall(intervals: readonly Interval[]): Interval[][] {
+  return [...byName(intervals).values()].map((group) => group.filter((interval) => interval[4] !== undefined && interval[4] !== null).sort((a, b) => a[4]! - b[4]!));
+}
+
+/**
+ * Share of acquisitions overtaken by a later caller: some other acquire of the same lock, called at
+ * least `marginMs` later, entered before this one. Call and entry are stamped on the shared clock
+ * (lib/clock.ts) in whichever process made them, so callers of every process are ordered together.
+ * The margin keeps calls that were simultaneous within the stamps' reach out of the count.
+ */
+export function overtaken(intervals: readonly Interval[], marginMs = 1): number {
+  let counted = 0;
+  let passed = 0;
+  for (const group of byCall(intervals)) {
+    // earliest[k]: the earliest entry among the acquisitions called k-th or later.
+    const earliest = new Array<number>(group.length + 1).fill(Number.POSITIVE_INFINITY);
+    for (let k = group.length - 1; k >= 0; k--) earliest[k] = Math.min(group[k]![0], earliest[k + 1]!);
+    for (const [enter, , , , called] of group) {
+      // The first acquisition called at least marginMs after this one (binary search over calls).
+      let low = 0;
+      let high = group.length;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        if (group[middle]![4]! < called! + marginMs) low = middle + 1;
+        else high = middle;
+      }
+      counted++;
+      if (earliest[low]! < enter) passed++;
+    }
+  }
+  return counted === 0 ? Number.NaN : passed / counted;
+}
+
+/**
+ * Hand-offs to a caller already waiting: from one holder leaving its critical section (just before
+ * it calls release) to the next holder entering, counted only where the next one had called acquire
+ * before the previous left, so that no idle time between holders is counted as hand-off.
+ */
+export function waitedHandOffs(intervals: readonly Interval[]): number[] {
+  const gaps: number[] = [];
+  for (const group of byName(intervals).values()) {
+    for (let i = 1; i < group.length; i++) {
+      const called = group[i]![4];
+      if (called !== undefined && called !== null && called <= group[i - 1]![1]) gaps.push(group[i]![0] - group[i - 1]![1]);
+    }
+  }
+  return gaps;
+}

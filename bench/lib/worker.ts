@@ -76,6 +76,7 @@ async function once(adapter: LockAdapter, sections: Sections, name: string, hold
   waits.push(enteredAt - calledAt);
   if (holdMs > 0) await sleep(holdMs);
   const interval = sections.leave(name, enteredAt);
+  interval[4] = calledAt;
   await held.release();
   interval[3] = now();
 }

@@ -18,7 +18,8 @@
     error       WRONGTYPE when either key holds another type (a foreign value under the
                 lock key is recognised when it has no expiry; one with an expiry is
                 waited out like a lock), or the fence key a string that is not a
-                whole number; nothing is written then
+                whole number; FENCEOVERFLOW when the fence is at 2^53 - 1 or above;
+                nothing is written then
 ]]
 local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3]
@@ -43,6 +44,10 @@ if not string.match(raw, '^%d+$') then
   return redis.error_reply('WRONGTYPE the fence key holds a string that is not a whole number')
 end
 local last = tonumber(raw)
+-- The next token must stay an exact integer in JavaScript (2^53 - 1).
+if last >= 9007199254740991 then
+  return redis.error_reply('FENCEOVERFLOW the fence key holds ' .. raw .. ': the next token would not be a safe integer')
+end
 local time = rcall('TIME')
 local seconds, micros = time[1], time[2]
 

@@ -33,7 +33,9 @@ end
 local pttl = rcall('PTTL', lockKey)
 if pttl >= 0 and leaseMs > pttl then
   rcall('PEXPIRE', lockKey, leaseMs)
-  if rcall('PTTL', fenceKey) < leaseMs then
+  -- A fence key without expiry (-1) or gone (-2) is left as it is.
+  local fencePttl = rcall('PTTL', fenceKey)
+  if fencePttl >= 0 and fencePttl < leaseMs then
     rcall('PEXPIRE', fenceKey, leaseMs)
   end
 end

@@ -32,6 +32,8 @@ export interface AcquireRequest<T> {
   giveBack(value: T): void;
 }
 
+/** An attempt out this long when a wait ends makes its error ERR_LOCK_UNREACHABLE. */
+const UNANSWERED_MS = 1_000;
 /** Fixed leases that end before the reply this many times in a row fail the acquire. */
 const MAX_LATE = 3;
 /** Retries after a connection failure, while a finite wait lasts: 100, 200, 400 ... 1000 ms. */
@@ -73,6 +75,8 @@ interface WaitState {
   unreachable: LockError | undefined;
   /** An attempt is out now. */
   inFlight: boolean;
+  /** clock.now() when the attempt out now was sent. */
+  sentAt: number;
 }
 
 function isUnreachable(error: unknown): error is LockError {
@@ -124,12 +128,14 @@ function firstAttempt<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<
 
 /** The whole frame: one controller ends it (the caller's signal, close(), or the timeout). */
 async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number, lateBefore = 0): Promise<T> {
-  const { pending } = runtime;
+  const { pending, closed } = runtime;
+  // close() may have come between the fast path's attempt and here, when nothing was pending.
+  if (closed.aborted) throw closed.reason;
   const stop = new AbortController();
   const signal = request.signal;
   const unlisten = signal ? onAbort(signal, () => stop.abort(signal.reason)) : undefined;
   pending.add(stop);
-  const state: WaitState = { unreachable: undefined, inFlight: false };
+  const state: WaitState = { unreachable: undefined, inFlight: false, sentAt: 0 };
   const waiting = wait(runtime, request, stop.signal, state, firstHint, lateBefore);
   try {
     // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
@@ -156,7 +162,10 @@ async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, f
 /** The error a finite wait ends with: a timeout, or Redis unreachable when that is why. */
 function timeoutError(runtime: Runtime, request: AcquireRequest<unknown>, state: WaitState): LockError {
   const { name, waitMs } = request;
-  if (state.unreachable || (state.inFlight && !runtime.runner.ready)) {
+  // An attempt unanswered for a second is a Redis that does not answer, connected or not; one sent a
+  // moment ago only lost the race with the timer.
+  const unanswered = state.inFlight && runtime.watchdog.clock.now() - state.sentAt > UNANSWERED_MS;
+  if (state.unreachable || (state.inFlight && !runtime.runner.ready) || unanswered) {
     const cause = state.unreachable?.cause ?? runtime.runner.unreachableCause();
     return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: Redis could not be reached (${(cause as Error).message})`, {
       cause,
@@ -196,6 +205,7 @@ async function wait<T>(
         stop.throwIfAborted();
         let outcome: Attempt<T>;
         state.inFlight = true;
+        state.sentAt = watchdog.clock.now();
         try {
           outcome = await request.attempt();
           failures = 0;
@@ -248,7 +258,7 @@ async function wait<T>(
 
 function leaseTooShort(name: string, times: number): LockError {
   return new LockError(
-    `Lock "${name}": its fixed leaseMs ended before Redis's reply arrived, ${times} times in a row; use a longer leaseMs (or the watchdog)`,
+    `Lock "${name}": its lease ended before Redis's reply arrived, ${times} times in a row; use a longer leaseMs (or a faster network)`,
     { lockName: name, code: 'ERR_LOCK_LEASE_TOO_SHORT' },
   );
 }

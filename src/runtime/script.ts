@@ -69,6 +69,12 @@ export function isAclError(error: unknown): boolean {
 export function classify(error: unknown, keys: readonly string[], channel: string | undefined, closed: boolean): unknown {
   if (error instanceof LockError) return error;
   const message = errorMessage(error);
+  if (message.includes('FENCEOVERFLOW')) {
+    return new LockError(`Fencing token of ${keys.map((key) => `"${key}"`).join(' or ')} would leave the safe integers: ${message}; nothing was changed`, {
+      cause: error,
+      code: 'ERR_LOCK_FENCE_OVERFLOW',
+    });
+  }
   if (message.includes('WRONGTYPE')) {
     return new LockError(`Redis key ${keys.map((key) => `"${key}"`).join(' or ')} holds a value that is not relock's (WRONGTYPE); relock left it untouched`, {
       cause: error,
@@ -133,7 +139,9 @@ export class ScriptRunner {
         reply = await this.#redis.eval(source.source, keys.length, ...keys, ...args);
       }
     } catch (error) {
-      throw classify(error, keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
+      // ioredis's "max retries" says only that it gave up: the connection error underneath is the cause.
+      const underneath = error instanceof Error && error.name === 'MaxRetriesPerRequestError' ? (this.#watch.lastError ?? error) : error;
+      throw classify(underneath, keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
     }
     return script.decode(reply);
   }

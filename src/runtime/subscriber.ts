@@ -31,8 +31,8 @@ export class Subscriber {
   #open(): RedisClient {
     if (this.#connection) return this.#connection;
     const connection = this.#connect();
+    // Its 'error' events are the connect factory's to report (the client listens on every connection it makes).
     connection.on('message', (channel: string, message: string) => this.#inbox.message(channel, message));
-    connection.on('error', (error: Error) => this.#onError(error));
     connection.on('ready', () => {
       if (!this.#readyOnce) {
         this.#readyOnce = true;

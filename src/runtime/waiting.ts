@@ -26,6 +26,12 @@ export interface RoomOptions {
    * @default true
    */
   readonly handsOn?: boolean;
+  /**
+   * How long, in milliseconds, the channel stays subscribed after its last waiter left, so that the
+   * next waiter finds it listening (see `listening`) without a SUBSCRIBE round trip.
+   * @default 0
+   */
+  readonly lingerMs?: number;
 }
 
 interface Room {
@@ -34,10 +40,13 @@ interface Room {
   /** The lock's name, for diagnostics. */
   readonly name: string;
   readonly handsOn: boolean;
+  readonly lingerMs: number;
 }
 
 export class WaitingRoom implements Inbox {
   readonly #rooms = new Map<string, Room>();
+  /** Channels with no waiter left whose subscription is kept a while: channel -> its timer. */
+  readonly #lingering = new Map<string, NodeJS.Timeout>();
   readonly #clientId: string;
   #subscriber: Subscriber | undefined;
 
@@ -54,18 +63,30 @@ export class WaitingRoom implements Inbox {
     return !this.#rooms.has(channel);
   }
 
+  /** Whether the channel is subscribed, or being subscribed: it has waiters, or lingers after them. */
+  listening(channel: string): boolean {
+    return this.#rooms.has(channel) || this.#lingering.has(channel);
+  }
+
   /**
    * Subscribes (once per channel) and queues the waiter at the tail; resolves to whether it is the
    * head. A failed subscription leaves nothing queued or subscribed.
    */
   async enter(channel: string, waiter: Waiter, rule: WakeRule, name: string, options: RoomOptions = {}): Promise<boolean> {
     await this.#subscriber!.subscribe(channel);
+    const lingering = this.#lingering.get(channel);
+    if (lingering) {
+      // The reference kept after the last waiter is dropped: this waiter's own holds it now.
+      clearTimeout(lingering);
+      this.#lingering.delete(channel);
+      this.#subscriber!.unsubscribe(channel);
+    }
     const room = this.#rooms.get(channel);
     if (room) {
       room.queue.push(waiter);
       return false;
     }
-    this.#rooms.set(channel, { queue: [waiter], rule, name, handsOn: options.handsOn ?? true });
+    this.#rooms.set(channel, { queue: [waiter], rule, name, handsOn: options.handsOn ?? true, lingerMs: options.lingerMs ?? 0 });
     return true;
   }
 
@@ -80,6 +101,16 @@ export class WaitingRoom implements Inbox {
     const index = room?.queue.indexOf(waiter) ?? -1;
     if (!room || index < 0) return;
     room.queue.splice(index, 1);
+    if (room.queue.length === 0 && room.lingerMs > 0) {
+      // The last waiter's reference is kept until the room has stayed empty for lingerMs.
+      this.#rooms.delete(channel);
+      const timer = setTimeout(() => {
+        this.#lingering.delete(channel);
+        this.#subscriber!.unsubscribe(channel);
+      }, room.lingerMs);
+      this.#lingering.set(channel, timer.unref());
+      return;
+    }
     this.#subscriber!.unsubscribe(channel);
     if (room.queue.length === 0) this.#rooms.delete(channel);
     else if (!room.handsOn) return;

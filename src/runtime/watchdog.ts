@@ -35,11 +35,11 @@ export interface Renewable {
 }
 
 /**
- * How long before the lease ends on Redis the local side gives it up: a tenth, at least 2 ms (a timer
- * may fire a millisecond late), at most a second.
+ * How long before the lease ends on Redis the local side gives it up: a tenth, at least 3 ms (a Node
+ * timer fires up to a millisecond late, its delay counted in whole milliseconds), at most a second.
  */
 export function marginMs(leaseMs: number): number {
-  return Math.min(1000, Math.max(2, Math.floor(leaseMs / 10)));
+  return Math.min(1000, Math.max(3, Math.floor(leaseMs / 10)));
 }
 
 export interface WatchdogOptions {

@@ -9,6 +9,9 @@ describe('faults: negative control', (it) => {
   it(
     'reports overlaps and lost updates when holders ignore their lost leases',
     async () => {
+      console.log(
+        '  expected: these workers ignore lease.signal on purpose; the checker must catch the overlaps printed below as "caught (negative control)", and this test fails if it does not',
+      );
       const { report } = await scenario(
         { name: 'negative control (signal ignored, 5 ms lease)', workers: 3, leaseMs: 1_000, fixedLeaseMs: 5, maxAwaitMs: 15, blind: true, limitMs: 45_000 },
         async (run) => {

@@ -29,6 +29,40 @@ describe('lua/<primitive>/*.lua', (it) => {
     for (const file of files) assert.match(file, /^[a-z-]+\/[a-z-]+-(\d+|n)\.lua$/);
   });
 
+  it('finds the fair lock\'s eight scripts', () => {
+    assert.equal(
+      files.filter((file) => file.startsWith('fair-lock/')),
+      [
+        'fair-lock/acquire-4.lua',
+        'fair-lock/confirm-2.lua',
+        'fair-lock/force-release-4.lua',
+        'fair-lock/heartbeat-4.lua',
+        'fair-lock/leave-4.lua',
+        'fair-lock/reenter-2.lua',
+        'fair-lock/release-4.lua',
+        'fair-lock/renew-n.lua',
+      ],
+    );
+  });
+
+  it('gives every fair-lock script that grants the same grantNext, token rule and key/ARGV bindings', () => {
+    const granting = ['acquire-4', 'force-release-4', 'heartbeat-4', 'leave-4', 'release-4'];
+    const shared = (file: string) => {
+      const { body } = parse(readFileSync(join(dir, 'fair-lock', `${file}.lua`), 'utf8'));
+      const from = body.indexOf('local time, nowMs, lastToken');
+      const to = body.indexOf('\n  return nil\nend\n', body.indexOf('local function grantNext()', from));
+      assert.ok(from > 0 && to > from, `${file}: the grantNext block`);
+      const bindings = body.split('\n').slice(1, 3).join('\n');
+      return { block: body.slice(from, to), bindings };
+    };
+    const first = shared(granting[0]!);
+    for (const file of granting.slice(1)) {
+      const other = shared(file);
+      assert.is(other.block, first.block, `${file}: grantNext differs from acquire-4.lua's`);
+      assert.is(other.bindings, first.bindings, `${file}: KEYS[1..4] and ARGV[1..4] bound as in acquire-4.lua`);
+    }
+  });
+
   for (const file of files) {
     const source = readFileSync(join(dir, file), 'utf8');
     const { header, body, indexes } = parse(source);
@@ -77,6 +111,11 @@ describe('lua/<primitive>/*.lua', (it) => {
       const { body } = parse(readFileSync(join(dir, file), 'utf8'));
       assert.ok(/rcall\(publishCommand, channel/.test(body), file);
       assert.not.ok(/'publish'/i.test(body), file);
+    }
+    for (const file of files.filter((file) => file.startsWith('fair-lock/') && file.endsWith('-4.lua'))) {
+      const { body } = parse(readFileSync(join(dir, file), 'utf8'));
+      assert.ok(/rcall\(publishCommand, grantPrefix \.\. /.test(body), file);
+      assert.not.ok(/'s?publish'/i.test(body), file);
     }
   });
 });

@@ -67,10 +67,10 @@ function setup(leaseMs = 300) {
 }
 
 describe('marginMs', (it) => {
-  it('is a tenth of the lease, at least 2 ms and at most a second', () => {
+  it('is a tenth of the lease, at least 3 ms and at most a second', () => {
     assert.is(marginMs(300), 30);
-    assert.is(marginMs(5), 2);
-    assert.is(marginMs(25), 2);
+    assert.is(marginMs(5), 3);
+    assert.is(marginMs(35), 3);
     assert.is(marginMs(30_000), 1_000);
     assert.is(marginMs(60_000), 1_000);
   });

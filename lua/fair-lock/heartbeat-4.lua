@@ -1,0 +1,138 @@
+--[[
+  One client's heartbeat for its waiters on one lock: refreshes each one's deadline, re-joins at
+  the tail an owner whose entry was dropped (its client was unreachable or paused), and pumps a
+  lock that is free with a queue (its holder expired: key expiry tells nobody).
+
+  Input:
+    KEYS[1] lock key: hash of owner field -> hold count (a grant's claim, then its lease)
+    KEYS[2] queue key: list of waiting owner fields, oldest first
+    KEYS[3] deadlines key: zset of waiting owner field -> Redis TIME in milliseconds by which
+            its client must heartbeat again
+    KEYS[4] fence key: string, the last fencing token issued for this lock
+    ARGV[1] publish command: "publish" or "spublish"
+    ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
+    ARGV[3] claim in milliseconds: the lease of a granted lock until its waiter confirms it
+    ARGV[4] time to live of the fence key in milliseconds
+    ARGV[5] queue deadline in milliseconds: the new deadline of each entry is nowMs + ARGV[5]
+    ARGV[6] time to live of the queue keys in milliseconds
+    ARGV[7..n] owner fields of the client's waiters
+
+  Output: an array {nowMs, state1, token1, pttl1, state2, token2, pttl2, ...}, nowMs = Redis
+          TIME in milliseconds, then three elements per owner in the order given:
+    2, token, pttl  the owner holds the lock (granted): token is the fencing token (a decimal
+                    string), pttl its remaining claim or lease in milliseconds
+    1, 0, 0         queued; its deadline was refreshed
+    0, 0, 0         its entry was gone: it was queued again at the tail
+    error           WRONGTYPE when a key holds another type
+]]
+local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local deadlineMs, queueTtlMs = tonumber(ARGV[5]), ARGV[6]
+local owners = {unpack(ARGV, 7)}
+local rcall = redis.call
+
+local free = rcall('EXISTS', lockKey) == 0
+-- LLEN fails on a queue key of another type, before anything is written.
+rcall('LLEN', queueKey)
+
+local time, nowMs, lastToken
+
+-- Redis TIME in milliseconds, read once per call, when first needed.
+local function now()
+  if not time then
+    time = rcall('TIME')
+    nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  return nowMs
+end
+
+-- Reads and checks the fence; called before anything is written, by every path that may grant
+-- (a script that fails half-way is not rolled back). Only digits pass (tonumber would take "9e15").
+local function readFence()
+  local raw = rcall('GET', fenceKey) or '0'
+  if not string.match(raw, '^%d+$') then
+    return redis.error_reply('WRONGTYPE the fence key holds a string that is not a whole number')
+  end
+  lastToken = tonumber(raw)
+  return nil
+end
+
+-- The next fencing token: max(last + 1, Redis TIME in microseconds), as a decimal string (a Lua
+-- number turned into a string would round tokens above 10^14). Needs readFence() and now() first.
+local function nextToken()
+  if lastToken < tonumber(time[1]) * 1000000 + tonumber(time[2]) then
+    return time[1] .. string.format('%06d', tonumber(time[2]))
+  end
+  return string.format('%d', lastToken + 1)
+end
+
+-- Grants the free lock to the head of the queue with the short claim lease, and tells only the
+-- grantee's client, on its own channel. An entry past its deadline (its client stopped heartbeating)
+-- is dropped; so is one whose client no longer listens: PUBLISH reached nobody (process gone, or its
+-- subscriber reconnecting: that client re-joins by heartbeat). At most 64 entries per call. Needs
+-- readFence() first.
+local function grantNext()
+  now()
+  for _ = 1, 64 do
+    local head = rcall('LPOP', queueKey)
+    if not head then
+      break
+    end
+    local deadline = tonumber(rcall('ZSCORE', deadlinesKey, head))
+    rcall('ZREM', deadlinesKey, head)
+    if deadline and deadline >= nowMs then
+      local token = nextToken()
+      local message = head .. '|' .. token .. '|' .. string.format('%d', nowMs) .. '|' .. claimMs
+      if rcall(publishCommand, grantPrefix .. string.match(head, '^[^:]*'), message) > 0 then
+        rcall('HSET', lockKey, head, 1)
+        rcall('PEXPIRE', lockKey, claimMs)
+        rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
+        return {head, token}
+      end
+    end
+  end
+  return nil
+end
+
+if free then
+  local failed = readFence()
+  if failed then
+    return failed
+  end
+end
+now()
+
+local states = {}
+for i, owner in ipairs(owners) do
+  if free or rcall('HEXISTS', lockKey, owner) == 0 then
+    if rcall('ZSCORE', deadlinesKey, owner) then
+      states[i] = 1
+    else
+      rcall('RPUSH', queueKey, owner)
+      states[i] = 0
+    end
+    rcall('ZADD', deadlinesKey, nowMs + deadlineMs, owner)
+  else
+    states[i] = 2
+  end
+end
+rcall('PEXPIRE', queueKey, queueTtlMs)
+rcall('PEXPIRE', deadlinesKey, queueTtlMs)
+
+if free then
+  grantNext()
+end
+
+local reply = {nowMs}
+for i, owner in ipairs(owners) do
+  if rcall('HEXISTS', lockKey, owner) == 1 then
+    reply[#reply + 1] = 2
+    reply[#reply + 1] = rcall('GET', fenceKey)
+    reply[#reply + 1] = rcall('PTTL', lockKey)
+  else
+    reply[#reply + 1] = states[i]
+    reply[#reply + 1] = 0
+    reply[#reply + 1] = 0
+  end
+end
+return reply

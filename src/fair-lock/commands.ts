@@ -1,0 +1,171 @@
+// Typed wrappers of the fair lock's Lua scripts and reads: every reply gets a name here, so nothing
+// above compares raw numbers. Every script that reports Redis TIME also feeds the client's RedisClock.
+import { LockError } from '../errors.ts';
+import * as lua from '../generated/fair-lock.ts';
+import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import { defineScript, type ScriptRunner } from '../runtime/script.ts';
+import type { Clock } from '../runtime/waiter.ts';
+import type { Renewable } from '../runtime/watchdog.ts';
+import type { Grant } from './grants.ts';
+import type { FairLockKeys } from './keys.ts';
+import type { RedisClock } from './redis-clock.ts';
+import type { FairSettings } from './settings.ts';
+
+/** What an acquire script call got. */
+export type AcquireOutcome =
+  | { readonly kind: 'acquired'; readonly token: number }
+  /** Held (or not grantable yet); in 'wait' mode the owner is queued. */
+  | { readonly kind: 'busy'; readonly pttlMs: number };
+
+/** A release, and to whom it granted the lock, if anyone. */
+export type FairReleaseOutcome = ReleaseOutcome & { readonly grant?: Grant | undefined };
+
+export interface LeaveOutcome {
+  /** The owner had been granted the lock meanwhile, and gave it up. */
+  readonly held: boolean;
+  readonly grant: Grant | undefined;
+}
+
+/** One owner's state after a heartbeat. */
+export type BeatState = { readonly kind: 'granted'; readonly grant: Grant } | { readonly kind: 'queued' } | { readonly kind: 'requeued' };
+
+function toToken(value: unknown, key: string): number {
+  const token = Number(value);
+  if (!Number.isSafeInteger(token) || token <= 0) {
+    throw new LockError(`Fencing token ${String(value)} of "${key}" is not a positive safe integer`, { code: 'ERR_LOCK_FENCE_OVERFLOW' });
+  }
+  return token;
+}
+
+type Reply = readonly (number | string)[];
+const asReply = (reply: unknown) => reply as Reply;
+const acquire = defineScript(lua.acquire, asReply);
+const release = defineScript(lua.release, asReply);
+const leave = defineScript(lua.leave, asReply);
+const heartbeat = defineScript(lua.heartbeat, asReply);
+const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
+  const count = Number(reply);
+  return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
+});
+const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
+const confirm = defineScript(lua.confirm, (reply) => Number(reply));
+const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1);
+
+export class FairLockCommands {
+  readonly #runner: ScriptRunner;
+  readonly #settings: FairSettings;
+  readonly #redisClock: RedisClock;
+  readonly #clock: Clock;
+  readonly #fenceTtlMs: number;
+  readonly #publish: string;
+
+  constructor(runner: ScriptRunner, publish: string, fenceTtlMs: number, settings: FairSettings, redisClock: RedisClock, clock: Clock) {
+    this.#runner = runner;
+    this.#publish = publish;
+    this.#fenceTtlMs = fenceTtlMs;
+    this.#settings = settings;
+    this.#redisClock = redisClock;
+    this.#clock = clock;
+  }
+
+  /** KEYS and ARGV[1..4] of every script that can grant. */
+  #grantKeys(keys: FairLockKeys): string[] {
+    return [keys.lock, keys.queue, keys.deadlines, keys.fence];
+  }
+
+  #grantArgs(keys: FairLockKeys, fenceTtlMs = this.#fenceTtlMs): (string | number)[] {
+    return [this.#publish, keys.grantPrefix, this.#settings.claimMs, fenceTtlMs];
+  }
+
+  /** Runs a script whose reply carries Redis TIME at `nowIndex`, and samples the clock with it. */
+  async #timed(script: typeof acquire, keys: string[], args: (string | number)[], nowIndex: number): Promise<Reply> {
+    const sentAt = this.#clock.now();
+    const reply = await this.#runner.run(script, keys, args);
+    this.#redisClock.sample(Number(reply[nowIndex]), sentAt);
+    return reply;
+  }
+
+  #grant(keys: FairLockKeys, owner: unknown, token: unknown, nowMs: unknown): Grant | undefined {
+    if (owner === undefined) return undefined;
+    return { owner: String(owner), token: toToken(token, keys.fence), nowMs: Number(nowMs), claimMs: this.#settings.claimMs };
+  }
+
+  /** Takes the lock, or ('wait') queues the owner; nobody jumps a non-empty queue. */
+  async acquire(keys: FairLockKeys, owner: string, leaseMs: number, mode: 'try' | 'wait'): Promise<AcquireOutcome> {
+    const { deadlineMs, queueTtlMs } = this.#settings;
+    const args = [...this.#grantArgs(keys, Math.max(this.#fenceTtlMs, leaseMs)), deadlineMs, queueTtlMs, owner, leaseMs, mode];
+    const [acquired, value] = await this.#timed(acquire, this.#grantKeys(keys), args, 2);
+    return acquired === 1 ? { kind: 'acquired', token: toToken(value, keys.fence) } : { kind: 'busy', pttlMs: Number(value) };
+  }
+
+  /** One level or the whole hold; the last one grants the lock to the head of the queue. */
+  async release(keys: FairLockKeys, owner: string, believed: number, whole: boolean): Promise<FairReleaseOutcome> {
+    const reply = await this.#runner.run(release, this.#grantKeys(keys), [...this.#grantArgs(keys), owner, believed, whole ? 1 : 0]);
+    const left = Number(reply[0]);
+    if (left < 0) return { kind: 'gone' };
+    return { kind: 'released', left, grant: this.#grant(keys, reply[1], reply[2], reply[3]) };
+  }
+
+  /** Takes a waiter that gave up out of the queue; hands on a grant it got meanwhile. */
+  async leave(keys: FairLockKeys, owner: string): Promise<LeaveOutcome> {
+    const reply = await this.#timed(leave, this.#grantKeys(keys), [...this.#grantArgs(keys), owner], 1);
+    return { held: reply[0] === 1, grant: this.#grant(keys, reply[2], reply[3], reply[1]) };
+  }
+
+  /** Refreshes these owners' deadlines, re-queues the dropped ones, pumps a free lock. */
+  async heartbeat(keys: FairLockKeys, owners: readonly string[]): Promise<BeatState[]> {
+    const { deadlineMs, queueTtlMs } = this.#settings;
+    const reply = await this.#timed(heartbeat, this.#grantKeys(keys), [...this.#grantArgs(keys), deadlineMs, queueTtlMs, ...owners], 0);
+    const nowMs = Number(reply[0]);
+    return owners.map((owner, i): BeatState => {
+      const state = reply[1 + i * 3];
+      if (state === 1) return { kind: 'queued' };
+      if (state === 0) return { kind: 'requeued' };
+      const pttl = Number(reply[3 + i * 3]);
+      return { kind: 'granted', grant: { owner, token: toToken(reply[2 + i * 3], keys.fence), nowMs, claimMs: Math.max(0, pttl) } };
+    });
+  }
+
+  reenter(keys: FairLockKeys, owner: string, believed: number, leaseMs: number | undefined): Promise<ReenterOutcome> {
+    return this.#runner.run(reenter, [keys.lock, keys.fence], [owner, leaseMs ?? 0, believed]);
+  }
+
+  /** One flag per hold, in order: true where the owner still held the lock and got the new lease. */
+  renew(holds: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
+    return this.#runner.run(
+      renew,
+      holds.map((hold) => hold.key),
+      [leaseMs, ...holds.map((hold) => hold.owner)],
+    );
+  }
+
+  /** Gives a granted owner the full lease; its fencing token, or undefined when it no longer holds the lock. */
+  async confirm(keys: FairLockKeys, owner: string, leaseMs: number): Promise<number | undefined> {
+    const token = await this.#runner.run(confirm, [keys.lock, keys.fence], [owner, leaseMs]);
+    return token === 0 ? undefined : toToken(token, keys.fence);
+  }
+
+  forceRelease(keys: FairLockKeys): Promise<boolean> {
+    return this.#runner.run(forceRelease, this.#grantKeys(keys), this.#grantArgs(keys));
+  }
+
+  /** Whether the lock key holds a lock; a key of another type is an error, not a lock. */
+  async isLocked(keys: FairLockKeys): Promise<boolean> {
+    const kind = await this.#runner.read<string>('type', keys.lock);
+    if (kind === 'none' || kind === 'hash') return kind === 'hash';
+    throw new LockError(`Redis key "${keys.lock}" holds a ${kind}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
+      code: 'ERR_LOCK_WRONG_TYPE',
+    });
+  }
+
+  /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */
+  async remainingTtlMs(keys: FairLockKeys): Promise<number | null> {
+    const [locked, pttl] = await Promise.all([this.isLocked(keys), this.#runner.read<number>('pttl', keys.lock)]);
+    if (!locked || pttl === -2) return null;
+    return pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
+  }
+
+  async holdCount(keys: FairLockKeys, owner: string): Promise<number> {
+    return Number((await this.#runner.read<string | null>('hget', keys.lock, owner)) ?? 0);
+  }
+}

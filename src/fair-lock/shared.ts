@@ -1,0 +1,55 @@
+// What every fair lock of one client shares: the runtime, the commands, the renewer of its holds,
+// the bounds on Redis TIME, every waiter by owner, and one heartbeat per lock with waiters.
+import type { Runtime } from '../runtime/runtime.ts';
+import type { Renewer } from '../runtime/watchdog.ts';
+import { FairLockCommands } from './commands.ts';
+import { FairWaiters } from './grants.ts';
+import { Heartbeat } from './heartbeat.ts';
+import type { FairLockKeys } from './keys.ts';
+import { RedisClock } from './redis-clock.ts';
+import { FAIR_SETTINGS, type FairSettings } from './settings.ts';
+
+export interface FairShared {
+  readonly runtime: Runtime;
+  readonly commands: FairLockCommands;
+  readonly renewer: Renewer;
+  readonly settings: FairSettings;
+  readonly redisClock: RedisClock;
+  readonly waiters: FairWaiters;
+  /** Lock key -> the heartbeat of this client's waiters on it. */
+  readonly heartbeats: Map<string, Heartbeat>;
+}
+
+export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR_SETTINGS): FairShared {
+  const redisClock = new RedisClock();
+  const commands = new FairLockCommands(runtime.runner, runtime.publish, runtime.fenceTtlMs, settings, redisClock, runtime.watchdog.clock);
+  return {
+    runtime,
+    commands,
+    // A Cluster cannot run one script over keys of several slots: renew one lock per call there.
+    renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: runtime.cluster ? 1 : 500 },
+    settings,
+    redisClock,
+    waiters: new FairWaiters(),
+    heartbeats: new Map(),
+  };
+}
+
+/** The heartbeat of this client's waiters on a lock, made with the first of them. */
+export function heartbeatFor(shared: FairShared, keys: FairLockKeys): Heartbeat {
+  const existing = shared.heartbeats.get(keys.lock);
+  if (existing) return existing;
+  const created: Heartbeat = new Heartbeat({
+    keys,
+    commands: shared.commands,
+    waiters: shared.waiters,
+    settings: shared.settings,
+    clock: shared.runtime.watchdog.clock,
+    onError: (error) => shared.runtime.error(error),
+    onEmpty: () => {
+      if (shared.heartbeats.get(keys.lock) === created) shared.heartbeats.delete(keys.lock);
+    },
+  });
+  shared.heartbeats.set(keys.lock, created);
+  return created;
+}

@@ -1,0 +1,201 @@
+// A fair waiter's life: try once before listening; subscribe to this client's grant channel; join
+// the Redis queue; sleep until a grant is offered (by message, by a release or leave reply of this
+// client, or by a heartbeat reply); own it on receipt when its claim provably lasts, else confirm
+// first; and when the wait gives up, `leave` (which hands on a grant that arrived meanwhile).
+import { debuglog } from 'node:util';
+import { LockError, LockLostError, LockTimeoutError } from '../errors.ts';
+import { LeaseImpl } from '../lease.ts';
+import { Hold, type HoldScripts } from '../runtime/hold.ts';
+import { settledWithin, type WaitState } from './frame.ts';
+import { FairWaiter, type Grant } from './grants.ts';
+import type { Heartbeat } from './heartbeat.ts';
+import { grantChannel, type FairLockKeys } from './keys.ts';
+import { heartbeatFor, type FairShared } from './shared.ts';
+
+const log = debuglog('relock:fair-lock');
+
+/** How long a wait that gave up waits for its `leave` to be answered (never while Redis is unreachable). */
+const LEAVE_WAIT_MS = 250;
+
+/** Retries after a connection failure, while a finite wait lasts: 100, 200, 400 ... 1000 ms. */
+const backoffMs = (failures: number) => Math.min(1_000, 100 * 2 ** Math.min(failures, 4));
+
+export interface FairWait {
+  readonly shared: FairShared;
+  readonly keys: FairLockKeys;
+  readonly name: string;
+  readonly scripts: HoldScripts;
+  readonly waitMs: number;
+  /** A fixed lease; undefined: the watchdog's. */
+  readonly leaseMs: number | undefined;
+}
+
+function isUnreachable(error: unknown): error is LockError {
+  return error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE';
+}
+
+function leaseTooShort(name: string): LockError {
+  return new LockError(`Lock "${name}": its fixed leaseMs ended before Redis's reply arrived; use a longer leaseMs (or the watchdog)`, {
+    lockName: name,
+    code: 'ERR_LOCK_LEASE_TOO_SHORT',
+  });
+}
+
+function leaseOf(w: FairWait, hold: Hold): LeaseImpl {
+  const { runtime } = w.shared;
+  return new LeaseImpl(hold, 1, 'fair-lock', runtime.clientId, runtime.closed);
+}
+
+/** One acquire script call: the lease, or 'busy' (in 'wait' mode: queued), or 'late' (given back). */
+async function attempt(w: FairWait, hold: Hold, mode: 'try' | 'wait'): Promise<LeaseImpl | 'busy' | 'late'> {
+  const { runtime, commands } = w.shared;
+  const { watchdog } = runtime;
+  const leaseMs = w.leaseMs ?? runtime.leaseMs;
+  // Renewal is registered before the acquire is sent, and only while an attempt is out.
+  if (hold.renewable) watchdog.add(hold);
+  const sentAt = watchdog.clock.now();
+  let outcome;
+  try {
+    outcome = await commands.acquire(w.keys, hold.owner, leaseMs, mode);
+  } catch (error) {
+    watchdog.delete(hold);
+    throw error;
+  }
+  if (outcome.kind === 'busy') {
+    watchdog.delete(hold);
+    return 'busy';
+  }
+  hold.acquired(outcome.token, sentAt, leaseMs);
+  if (watchdog.clock.now() >= hold.deadline) {
+    // The reply came so late that the lease it began may be over already: never hand out a lost lease.
+    hold.giveBack().catch(() => undefined);
+    return 'late';
+  }
+  return leaseOf(w, hold);
+}
+
+/** Owns a grant: on receipt when its claim provably lasts, else only if a confirm finds it still ours. */
+async function claim(w: FairWait, hold: Hold, grant: Grant, stop: AbortSignal): Promise<LeaseImpl | undefined> {
+  const { runtime, commands, redisClock, settings } = w.shared;
+  const { watchdog } = runtime;
+  const leaseMs = w.leaseMs ?? runtime.leaseMs;
+  const sentAt = watchdog.clock.now();
+  const leftMs = grant.nowMs + grant.claimMs - redisClock.latest(sentAt);
+  if (stop.aborted) return undefined;
+  if (leftMs >= settings.minClaimLeftMs) {
+    // The confirm to the full lease is written before the critical section starts (a holder paused
+    // after that keeps the lock like any holder); until its reply, the hold ends with the claim.
+    hold.acquired(grant.token, sentAt, Math.min(leftMs, leaseMs));
+    commands.confirm(w.keys, hold.owner, leaseMs).then(
+      (token) => {
+        if (!hold.held || hold.lost) return;
+        if (token === grant.token) watchdog.leaseFrom(hold, sentAt, leaseMs);
+        else watchdog.lose(hold, new LockLostError(`Lock "${w.name}" was lost before its grant was confirmed`, { lockName: w.name }));
+      },
+      (error: Error) => runtime.error(error),
+    );
+    return leaseOf(w, hold);
+  }
+  // A grant seen late (a paused process, a slow message): owned only if the owner still holds the
+  // lock, under the token the confirm reports (it may have been granted anew since).
+  const token = await commands.confirm(w.keys, hold.owner, leaseMs);
+  if (token === undefined || stop.aborted) return undefined;
+  hold.acquired(token, sentAt, leaseMs);
+  return leaseOf(w, hold);
+}
+
+/** A lease and its hold: what a wait that was given up gives back goes through the hold. */
+export interface Taken {
+  readonly lease: LeaseImpl;
+  readonly hold: Hold;
+}
+
+/** Waits until this client holds the lock, or `stop` aborts. */
+export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState): Promise<Taken> {
+  const { runtime, commands, waiters } = w.shared;
+  const { waiting, watchdog, runner } = runtime;
+  const { keys, name } = w;
+  const channel = grantChannel(keys, runtime.clientId);
+  const finite = w.waitMs > 0 && w.waitMs !== Number.POSITIVE_INFINITY;
+  const startedAt = watchdog.clock.now();
+  const hold = new Hold(runtime, { name, key: keys.lock, renewer: w.shared.renewer, scripts: w.scripts, renewable: w.leaseMs === undefined });
+  const waiter = new FairWaiter(hold.owner, watchdog.clock);
+  let heartbeat: Heartbeat | undefined;
+  let entered = false;
+  /** The owner may be in the queue, or hold a grant it does not know of: `leave` must run. */
+  let queued = false;
+  let lease: LeaseImpl | undefined;
+  let failures = 0;
+  try {
+    // Never queue before listening (PUBLISH would count this client unreachable): a client not yet
+    // subscribed tries once first; one that is already listening joins at once.
+    if (w.waitMs === 0 || !waiting.listening(channel)) {
+      const mark = runner.mark();
+      queued = true;
+      const got = await attempt(w, hold, 'try');
+      if (got instanceof LeaseImpl) return { lease: (lease = got), hold };
+      // A try that ioredis resent may have taken the lock for this owner the first time.
+      queued = runner.maybeResent(mark);
+      if (got === 'late') throw leaseTooShort(name);
+      if (w.waitMs === 0) throw new LockTimeoutError(`Lock "${name}" was not acquired within 0 ms: it is held`, { lockName: name });
+    }
+    await waiting.enter(channel, waiter, waiters.rule, name, { handsOn: false, lingerMs: w.shared.settings.keepListeningMs });
+    entered = true;
+    waiters.add(waiter);
+    heartbeat = heartbeatFor(w.shared, keys);
+    heartbeat.add(hold.owner);
+    let join = true;
+    let grant: Grant | undefined;
+    for (;;) {
+      stop.throwIfAborted();
+      grant ??= waiter.take();
+      if (grant) {
+        const got = await claim(w, hold, grant, stop);
+        grant = undefined;
+        if (got) return { lease: (lease = got), hold };
+        // The claim ended before it was confirmed (this process was paused): queue again.
+        join = true;
+        continue;
+      }
+      let sleepMs = runtime.leaseMs;
+      if (join) {
+        queued = true;
+        try {
+          const got = await attempt(w, hold, 'wait');
+          if (got instanceof LeaseImpl) return { lease: (lease = got), hold };
+          if (got === 'late') throw leaseTooShort(name);
+          join = false;
+          failures = 0;
+          state.unreachable = undefined;
+        } catch (error) {
+          // A finite wait rides out a connection failure until it ends; the others fail fast.
+          if (!finite || !isUnreachable(error)) throw error;
+          state.unreachable = error;
+          sleepMs = backoffMs(failures++);
+        }
+      }
+      await waiter.sleep(sleepMs, stop);
+      grant = waiter.take();
+      if (grant || join) continue;
+      // Woken without a grant: the subscriber reconnected, and grant messages may have been lost.
+      if (waiter.nudged()) heartbeat.soon();
+      // Or a lease went by: the `await using` trap, if this client itself holds the lock.
+      else if (watchdog.clock.now() - startedAt > runtime.leaseMs && watchdog.heldSince(keys.lock, startedAt)) runtime.warnSelfWait(name);
+    }
+  } finally {
+    if (entered) {
+      waiters.delete(waiter);
+      heartbeat?.delete(hold.owner);
+      waiting.leave(channel, waiter);
+    }
+    if (queued && !lease) {
+      // Sent after everything this wait sent, on the same connection: it runs after them. The
+      // rejection of the acquire waits for it, briefly (see frame.ts).
+      const leaving = commands.leave(keys, hold.owner).then(
+        (outcome) => outcome.grant && waiters.offer(outcome.grant),
+        (error: Error) => log('leave of %s failed: %s', name, error.message),
+      );
+      if (runner.ready) await settledWithin(leaving, LEAVE_WAIT_MS);
+    }
+  }
+}

@@ -1,0 +1,43 @@
+import * as assert from 'uvu/assert';
+import { describe, uniqueName, within } from '../../helpers/describe.ts';
+import { setup } from '../../helpers/fixture.ts';
+import { Child } from './processes.ts';
+import { keysLeft, queued } from './support.ts';
+
+describe('LockClient#fairLock across processes', (it) => {
+  const s = setup(it);
+  const children: Child[] = [];
+  it.after(async () => {
+    await Promise.all(children.map((child) => child.kill()));
+  });
+
+  it('serves the waiters of three processes in the order they started waiting, one at a time', async () => {
+    const name = uniqueName('fair');
+    for (let i = 0; i < 3; i++) children.push(await Child.start({ redis: s.f.server.url, name }));
+    const held = await s.client.fairLock(name).acquire();
+    // Twelve waiters, interleaved over the processes, each queued before the next starts.
+    const order = Array.from({ length: 12 }, (_, i) => ({ child: children[(i * 2) % 3]!, id: `w${i}` }));
+    for (const [i, { child, id }] of order.entries()) {
+      child.acquire(id, { holdMs: 5 });
+      await queued(s.f.admin, name, i + 1);
+    }
+    await held.release();
+    const got = await within(
+      Promise.all(order.map(async ({ child, id }) => ({ id, acquired: await child.next('acquired', id), released: await child.next('released', id) }))),
+      10_000,
+      'every waiter served',
+    );
+    const served = [...got].sort((a, b) => a.acquired.at - b.acquired.at);
+    assert.equal(
+      served.map((entry) => entry.id),
+      order.map((entry) => entry.id),
+      'first come, first served',
+    );
+    for (let i = 1; i < served.length; i++) {
+      assert.ok(served[i]!.acquired.at >= served[i - 1]!.released.at, `${served[i]!.id} held before ${served[i - 1]!.id} released`);
+      assert.ok(served[i]!.acquired.token > served[i - 1]!.acquired.token, 'tokens increase');
+    }
+    assert.ok(served[0]!.acquired.token > held.fencingToken);
+    assert.equal(await keysLeft(s.f.admin, name), []);
+  });
+});

@@ -1,0 +1,135 @@
+// RedissonFairLock's known failures (redisson/redisson RedissonFairLock.java), each as a test that
+// the fair lock does not repeat it. See docs/fair-lock.md, "Against RedissonFairLock's failures".
+import * as assert from 'uvu/assert';
+import type { Lease, LockClient } from '../../../src/index.ts';
+import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
+import { setup, sleep } from '../../helpers/fixture.ts';
+import { Child } from './processes.ts';
+import { fairKeys, grantChannel, keysLeft, queued, redisNowMs, reportStall, unheard } from './support.ts';
+
+const H = 200;
+const D = 1_000;
+
+describe('LockClient#fairLock against RedissonFairLock regressions', (it) => {
+  const s = setup(it);
+  let third: LockClient;
+  const children: Child[] = [];
+  const child = async (name: string) => {
+    const started = await Child.start({ redis: s.f.server.url, name });
+    children.push(started);
+    return started;
+  };
+  it.before(() => {
+    third = s.f.client();
+  });
+  it.after(async () => {
+    await Promise.all(children.map((started) => started.kill()));
+  });
+
+  /** Waiters of the given clients, queued one after the other; resolves with them in queue order. */
+  const queue = async (name: string, clients: LockClient[]): Promise<Promise<Lease>[]> => {
+    const waits: Promise<Lease>[] = [];
+    const base = await s.f.admin.llen(fairKeys(name).queue);
+    for (const client of clients) {
+      waits.push(client.fairLock(name).acquire());
+      await queued(s.f.admin, name, base + waits.length);
+    }
+    return waits;
+  };
+
+  it('keeps live waiters queued, in order, while they wait well past the deadline D (#3004)', async () => {
+    const name = uniqueName('fair');
+    const held = await s.client.fairLock(name).acquire();
+    const waits = await queue(name, [s.other, third, s.other]);
+    const entries = await s.f.admin.lrange(fairKeys(name).queue, 0, -1);
+    await sleep(2.5 * D);
+    assert.equal(await s.f.admin.lrange(fairKeys(name).queue, 0, -1), entries, 'nobody pruned or moved');
+    await held.release();
+    const order: number[] = [];
+    for (const [i, wait] of waits.entries()) {
+      const lease = await within(wait, 1_000, `waiter ${i}`);
+      order.push(i);
+      await lease.release();
+    }
+    assert.equal(order, [0, 1, 2]);
+  });
+
+  it('is not stuck when the holder key expired: the next heartbeat grants it (#3730)', async () => {
+    const name = uniqueName('fair');
+    const startedAt = performance.now();
+    const expiring = await s.client.fairLock(name).acquire({ leaseMs: 300 });
+    const [first, second] = await queue(name, [s.other, third]);
+    const lease = await within(first!, 2_000, 'the head after the holder expired');
+    const waited = performance.now() - startedAt;
+    reportStall('holder key expired (lease 300 ms): from its acquire', waited);
+    assert.ok(waited < 300 + H + 150, `acquired ${waited} ms after a 300 ms lease began`);
+    assert.ok(lease.fencingToken > expiring.fencingToken);
+    await lease.release();
+    await (await within(second!, 1_000, 'the second waiter')).release();
+  });
+
+  it('is not stuck behind the dead entries of waiter processes that all restarted (#6150, #4595, #4661)', async () => {
+    const name = uniqueName('fair');
+    const held = await s.client.fairLock(name).acquire();
+    const before = [await child(name), await child(name)];
+    for (const [i, old] of before.entries()) for (const id of ['a', 'b', 'c']) old.acquire(`${i}${id}`);
+    await queued(s.f.admin, name, 6);
+    for (const old of before) {
+      await old.kill();
+      await unheard(s.f.admin, grantChannel(name, old.clientId));
+    }
+    // The restarted processes queue behind six dead entries.
+    const after = [await child(name), await child(name)];
+    after[0]!.acquire('x', { holdMs: 10 });
+    await queued(s.f.admin, name, 7);
+    after[1]!.acquire('y', { holdMs: 10 });
+    await queued(s.f.admin, name, 8);
+    const releasedAt = Date.now();
+    await held.release();
+    const x = await within(after[0]!.next('acquired', 'x'), 2_000, 'the first restarted waiter');
+    const stall = x.at - releasedAt;
+    reportStall('6 dead entries after a restart of every waiter process', stall);
+    assert.ok(stall < 100, `the restarted waiter waited ${stall} ms behind dead entries`);
+    const y = await within(after[1]!.next('acquired', 'y'), 2_000, 'the second restarted waiter');
+    assert.ok(y.token > x.token);
+    await within(after[1]!.next('released', 'y'), 2_000, 'y released');
+    assert.equal(await keysLeft(s.f.admin, name), []);
+  });
+
+  it('keeps every deadline at Redis TIME + D, absolute, through heartbeats and leaving neighbours (#1104, #2099, PR #7223)', async () => {
+    const name = uniqueName('fair');
+    const held = await s.client.fairLock(name).acquire();
+    const controller = new AbortController();
+    const leaving = s.other.fairLock(name).acquire({ signal: controller.signal }).catch((error: Error) => error);
+    await queued(s.f.admin, name, 1);
+    const waits = await queue(name, [third, s.other, third]);
+    const keys = fairKeys(name);
+    for (let sample = 0; sample < 15; sample++) {
+      if (sample === 5) controller.abort();
+      const scores = await s.f.admin.zrange(keys.deadlines, '0', '-1', 'WITHSCORES');
+      const now = await redisNowMs(s.f.admin);
+      for (let i = 1; i < scores.length; i += 2) {
+        const ahead = Number(scores[i]) - now;
+        // Written as TIME + D by the join or the last heartbeat (at most H ago, plus scheduling).
+        assert.ok(ahead <= D && ahead >= D - H - 150, `a deadline ${ahead} ms ahead of Redis TIME`);
+      }
+      await sleep(100);
+    }
+    assert.instance(await leaving, Error);
+    await held.release();
+    for (const [i, wait] of waits.entries()) await (await within(wait, 1_000, `waiter ${i}`)).release();
+  });
+
+  it('re-queues a live waiter whose entry vanished, instead of leaving it blocked (#5503)', async () => {
+    const name = uniqueName('fair');
+    const held = await s.client.fairLock(name).acquire();
+    const [waiting] = await queue(name, [s.other]);
+    const keys = fairKeys(name);
+    const [owner] = await s.f.admin.lrange(keys.queue, 0, -1);
+    await s.f.admin.lrem(keys.queue, 0, owner!);
+    await s.f.admin.zrem(keys.deadlines, owner!);
+    await eventually(async () => (await s.f.admin.lrange(keys.queue, 0, -1)).includes(owner!), 'its heartbeat queues it again', H + 300);
+    await held.release();
+    await (await within(waiting!, 1_000, 'the re-queued waiter')).release();
+  });
+});

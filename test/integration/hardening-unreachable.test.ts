@@ -1,0 +1,450 @@
+// Issue 7, section 2: an unreachable or misconfigured Redis fails fast and says so. Against private
+// redis-servers that are killed for real, ACL users, a latency proxy, and a child process for the
+// close() race.
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Redis } from 'ioredis';
+import { LockClient, LockError, type LockClientOptions, type LockErrorCode } from '../../src/index.ts';
+import { createRelockUser } from '../helpers/acl.ts';
+import { describe, rejects, uniqueName, within } from '../helpers/describe.ts';
+import { setup, sleep } from '../helpers/fixture.ts';
+import { startProxy } from '../helpers/proxy.ts';
+import { freePort, startPrivateRedis } from '../helpers/redis.ts';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const noop = () => undefined;
+const lockKey = (name: string) => `relock:{${name}}`;
+
+/** A LockClient on a private server that was up (the client connected and locked once) and is now killed. */
+async function wentDown(options: (url: string, host: string, port: number) => LockClientOptions) {
+  const server = await startPrivateRedis();
+  const client = new LockClient(options(server.url, server.host, server.port));
+  client.on('error', noop);
+  await (await client.lock(uniqueName()).acquire()).release();
+  await server.kill();
+  return {
+    client,
+    async close() {
+      await client.close();
+      await server.stop();
+    },
+  };
+}
+
+/** How long `promise` takes to reject, and with what; fails when it takes longer than `limitMs`. */
+async function timedFailure(promise: Promise<unknown>, limitMs: number, what: string): Promise<{ error: LockError; ms: number }> {
+  const startedAt = performance.now();
+  const error = (await within(rejects(promise), limitMs, what)) as LockError;
+  return { error, ms: performance.now() - startedAt };
+}
+
+function assertUnreachable(error: LockError, what: string): void {
+  assert.instance(error, LockError, `${what}: a LockError (got ${String(error)})`);
+  assert.is(error.code, 'ERR_LOCK_UNREACHABLE', `${what}: code`);
+  assert.instance(error.cause, Error, `${what}: the connection error is the cause`);
+  assert.not.instance(error.cause, LockError);
+  assert.match((error.cause as Error).message, /ECONNREFUSED|max retries|connect|Connection|reconnecting/i);
+}
+
+describe('Connection settings of a user client or options (issue 7, 2.1)', (it) => {
+  const s = setup(it);
+  const settings: [string, { enableOfflineQueue?: boolean; maxRetriesPerRequest?: number }][] = [
+    ['enableOfflineQueue: false', { enableOfflineQueue: false }],
+    ['maxRetriesPerRequest: 0', { maxRetriesPerRequest: 0 }],
+    ['enableOfflineQueue: false and maxRetriesPerRequest: 0', { enableOfflineQueue: false, maxRetriesPerRequest: 0 }],
+  ];
+
+  /** A contended acquire: waits for the holder (subscriber, queue), is woken by its release. */
+  async function contended(client: LockClient, waitMs: number | undefined): Promise<void> {
+    const lock = client.lock(uniqueName());
+    const held = await s.other.lock(lock.name).acquire();
+    const waiting = lock.acquire(waitMs === undefined ? {} : { waitMs });
+    waiting.catch(noop);
+    await sleep(100);
+    await held.release();
+    const lease = await within(waiting, 3_000, 'the contended acquire');
+    await lease.release();
+  }
+
+  for (const [label, options] of settings) {
+    it(`a client passed in with ${label} waits and is woken from its first contended acquire`, async () => {
+      const redis = new Redis({ host: s.f.server.host, port: s.f.server.port, ...options });
+      redis.on('error', noop);
+      await once(redis, 'ready'); // with enableOfflineQueue false its owner must wait for it anyway
+      const client = new LockClient({ redis });
+      try {
+        await contended(client, undefined);
+        await contended(client, 3_000);
+      } finally {
+        await client.close();
+        redis.disconnect();
+      }
+    });
+
+    it(`ioredis options with ${label} wait and are woken from the first contended acquire`, async () => {
+      const client = s.f.client({ redis: { host: s.f.server.host, port: s.f.server.port, ...options } });
+      client.on('error', noop);
+      await contended(client, undefined); // the very first command: no waitMs to ride out a failure
+      await contended(client, 3_000);
+    });
+  }
+});
+
+describe('Redis down (issue 7, 2.2)', (it) => {
+  // Connections relock makes (from a URL or ioredis options) get fail-fast defaults: a command fails
+  // after two reconnection attempts, about 0.3 s when the port refuses.
+  const made: [string, (url: string, host: string, port: number) => LockClientOptions][] = [
+    ['a client made from a URL', (url) => ({ redis: url })],
+    ['a client made from ioredis options', (_, host, port) => ({ redis: { host, port } })],
+  ];
+  for (const [label, options] of made) {
+    it(`tryAcquire() rejects with ERR_LOCK_UNREACHABLE within 2 s (${label})`, async () => {
+      const down = await wentDown(options);
+      try {
+        const { error, ms } = await timedFailure(down.client.lock(uniqueName()).tryAcquire(), 5_000, 'tryAcquire with Redis down');
+        assertUnreachable(error, 'tryAcquire()');
+        assert.ok(ms < 2_000, `settled after ${Math.round(ms)} ms`);
+      } finally {
+        await down.close();
+      }
+    });
+
+    it(`acquire({ waitMs: 1000 }) rejects by waitMs with ERR_LOCK_UNREACHABLE, not a bare timeout (${label})`, async () => {
+      const down = await wentDown(options);
+      try {
+        const { error, ms } = await timedFailure(down.client.lock(uniqueName()).acquire({ waitMs: 1_000 }), 5_000, 'acquire({ waitMs }) with Redis down');
+        assertUnreachable(error, 'acquire({ waitMs })');
+        assert.match(error.message, /could not be reached/);
+        assert.ok(ms >= 950 && ms < 1_600, `settled after ${Math.round(ms)} ms`);
+      } finally {
+        await down.close();
+      }
+    });
+
+    it(`acquire() with no waitMs rejects with ERR_LOCK_UNREACHABLE instead of waiting for ever (${label})`, async () => {
+      const down = await wentDown(options);
+      try {
+        const { error, ms } = await timedFailure(down.client.lock(uniqueName()).acquire(), 5_000, 'acquire() with Redis down');
+        assertUnreachable(error, 'acquire()');
+        assert.ok(ms < 2_000, `settled after ${Math.round(ms)} ms`);
+      } finally {
+        await down.close();
+      }
+    });
+  }
+
+  it('tryAcquire() rejects with ERR_LOCK_UNREACHABLE within 2 s when Redis was never there (nothing listens)', async () => {
+    const client = new LockClient({ redis: `redis://127.0.0.1:${await freePort()}` });
+    client.on('error', noop);
+    try {
+      const { error, ms } = await timedFailure(client.lock(uniqueName()).tryAcquire(), 5_000, 'tryAcquire, nothing listening');
+      assertUnreachable(error, 'tryAcquire()');
+      assert.ok(ms < 2_000, `settled after ${Math.round(ms)} ms`);
+    } finally {
+      await client.close();
+    }
+  });
+
+  // A client passed in keeps its own settings: relock neither changes nor listens to it. Its commands
+  // fail when ioredis gives up on them: with ioredis defaults (maxRetriesPerRequest 20) a command
+  // waits for 21 reconnection attempts, so tryAcquire() and acquire() without waitMs reject with
+  // ERR_LOCK_UNREACHABLE only after about 12 s on ioredis 5 (retries min(n * 50, 2000) ms apart) and
+  // over a minute on ioredis 6 (exponential, up to 5 s apart); `maxRetriesPerRequest` or
+  // `commandTimeout` on that client shorten it. acquire({ waitMs }) ends by waitMs whatever its settings.
+  it('a client passed in with ioredis defaults: acquire({ waitMs: 800 }) still rejects by waitMs with ERR_LOCK_UNREACHABLE', async () => {
+    const down = await wentDown((url) => {
+      const redis = new Redis(url);
+      redis.on('error', noop);
+      return { redis };
+    });
+    try {
+      const { error, ms } = await timedFailure(down.client.lock(uniqueName()).acquire({ waitMs: 800 }), 5_000, 'acquire({ waitMs }) on a user client');
+      assert.instance(error, LockError);
+      assert.is(error.code, 'ERR_LOCK_UNREACHABLE');
+      assert.instance(error.cause, Error);
+      assert.ok(ms >= 750 && ms < 1_400, `settled after ${Math.round(ms)} ms`);
+    } finally {
+      await down.close();
+    }
+  });
+
+  it('a client passed in with maxRetriesPerRequest: 1: tryAcquire() rejects with ERR_LOCK_UNREACHABLE as soon as ioredis gives up', async () => {
+    const down = await wentDown((url) => {
+      const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+      redis.on('error', noop);
+      return { redis };
+    });
+    try {
+      const { error, ms } = await timedFailure(down.client.lock(uniqueName()).tryAcquire(), 5_000, 'tryAcquire on a user client');
+      assert.instance(error, LockError);
+      assert.is(error.code, 'ERR_LOCK_UNREACHABLE');
+      assert.instance(error.cause, Error);
+      assert.ok(ms < 2_000, `settled after ${Math.round(ms)} ms`);
+    } finally {
+      await down.close();
+    }
+  });
+});
+
+/** How one failure kind is produced for real, and the LockError (or warning) it gives. */
+type Produce = () => Promise<unknown>;
+
+describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
+  const s = setup(it, {}, {}, { private: true });
+
+  /** Every code but the catch-all ERR_LOCK, each produced for real; the type makes the table complete. */
+  const table: Record<Exclude<LockErrorCode, 'ERR_LOCK'>, [how: string, produce: Produce]> = {
+    ERR_LOCK_TIMEOUT: [
+      'acquire({ waitMs }) while another client holds the lock',
+      async () => {
+        const name = uniqueName();
+        const held = await s.other.lock(name).acquire();
+        const error = await rejects(s.client.lock(name).acquire({ waitMs: 50 }));
+        await held.release();
+        return error;
+      },
+    ],
+    ERR_LOCK_NOT_HELD: [
+      'release() of a lease force-unlocked behind its back',
+      async () => {
+        const lock = s.client.lock(uniqueName());
+        const lease = await lock.acquire();
+        await s.other.lock(lock.name).forceUnlock();
+        return rejects(lease.release());
+      },
+    ],
+    ERR_LOCK_LOST: [
+      'runExclusive() whose hold is force-unlocked while fn runs',
+      async () => {
+        const lock = s.client.lock(uniqueName());
+        return rejects(lock.runExclusive(() => s.other.lock(lock.name).forceUnlock()));
+      },
+    ],
+    ERR_LOCK_UNREACHABLE: [
+      'tryAcquire() when nothing listens on the port',
+      async () => {
+        const client = new LockClient({ redis: `redis://127.0.0.1:${await freePort()}` });
+        client.on('error', noop);
+        const error = await within(rejects(client.lock(uniqueName()).tryAcquire()), 5_000, 'tryAcquire, nothing listening');
+        await client.close();
+        return error;
+      },
+    ],
+    ERR_LOCK_WRONG_TYPE: [
+      'acquire() of a lock whose key holds a string',
+      async () => {
+        const name = uniqueName();
+        await s.f.admin.set(lockKey(name), 'not a lock');
+        return rejects(s.client.lock(name).acquire({ waitMs: 0 }));
+      },
+    ],
+    ERR_LOCK_FORBIDDEN: [
+      'acquire() by an ACL user whose key pattern does not cover the prefix',
+      async () => {
+        const user = await createRelockUser(s.f.admin, `codes-${Math.random().toString(36).slice(2)}`, { prefix: 'elsewhere' });
+        const client = s.f.client({ redis: { host: s.f.server.host, port: s.f.server.port, ...user.options } });
+        client.on('error', noop);
+        return rejects(client.lock(uniqueName()).acquire({ waitMs: 0 }));
+      },
+    ],
+    ERR_LOCK_FENCE_OVERFLOW: [
+      'acquire() when the fence key holds a token beyond Number.MAX_SAFE_INTEGER',
+      async () => {
+        const name = uniqueName();
+        await s.f.admin.set(`${lockKey(name)}:fence`, '9007199254740993');
+        return rejects(s.client.lock(name).acquire({ waitMs: 0 }));
+      },
+    ],
+    ERR_LOCK_CLOSED: [
+      'lease.release() after client.close()',
+      async () => {
+        const client = s.f.client();
+        const lease = await client.lock(uniqueName()).acquire();
+        await client.close();
+        return rejects(lease.release());
+      },
+    ],
+    ERR_LOCK_LEASE_TOO_SHORT: [
+      'acquire({ leaseMs: 5 }) over a link with 10 ms of latency each way',
+      async () => {
+        const proxy = await startProxy(s.f.server);
+        proxy.delay(10);
+        const client = s.f.client({ redis: { ...proxy.options } });
+        try {
+          return await within(rejects(client.lock(uniqueName()).acquire({ leaseMs: 5, waitMs: 5_000 })), 5_000, 'acquire with a too short lease');
+        } finally {
+          await client.close();
+          await proxy.close();
+        }
+      },
+    ],
+    ERR_LOCK_EVICTION_POLICY: [
+      "the 'warning' at the first acquire when maxmemory-policy is allkeys-lru",
+      async () => {
+        await s.f.admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+        try {
+          const client = s.f.client();
+          const warned = once(client, 'warning');
+          await (await client.lock(uniqueName()).acquire()).release();
+          return (await within(warned, 2_000, 'the eviction warning'))[0];
+        } finally {
+          await s.f.admin.config('SET', 'maxmemory-policy', 'noeviction');
+        }
+      },
+    ],
+    ERR_LOCK_SELF_WAIT: [
+      "the 'warning' when an acquire waits longer than a lease for a lock its own client holds",
+      async () => {
+        process.stdout.write('\n  expected: the RelockWarning [ERR_LOCK_SELF_WAIT] below is what this test provokes\n');
+        const client = s.f.client({ leaseMs: 60 });
+        const warned = new Promise((resolve) => client.on('warning', (warning) => warning.code === 'ERR_LOCK_SELF_WAIT' && resolve(warning)));
+        const lock = client.lock(uniqueName());
+        const lease = await lock.acquire();
+        const waiting = lock.acquire({ waitMs: 1_000 }).then((next) => next.release(), noop); // Node prints the process warning too: expected
+        const warning = await within(warned, 1_500, 'the self-wait warning');
+        await lease.release();
+        await waiting;
+        return warning;
+      },
+    ],
+  };
+
+  for (const [code, [how, produce]] of Object.entries(table)) {
+    it(`gives ${code} for ${how}`, async () => {
+      const error = await produce();
+      assert.instance(error, LockError, `a LockError (got ${String(error)})`);
+      assert.is((error as LockError).code, code);
+    });
+  }
+
+  it('leaves no hold behind when an acquire fails with ERR_LOCK_FENCE_OVERFLOW', async () => {
+    const name = uniqueName();
+    await s.f.admin.set(`${lockKey(name)}:fence`, '9007199254740993');
+    const error = await rejects(s.client.lock(name).acquire({ waitMs: 0 }));
+    assert.is(error.code, 'ERR_LOCK_FENCE_OVERFLOW');
+    await sleep(50); // a give-back would be on its way
+    assert.equal(await s.f.admin.hgetall(lockKey(name)), {}, 'no owner nobody has blocks the lock for a whole lease');
+  });
+
+  it('gives each failure kind its own code', () => {
+    const codes = Object.keys(table);
+    assert.is(new Set(codes).size, codes.length);
+  });
+});
+
+describe('Lease#release after LockClient#close (issue 7, 2.4)', (it) => {
+  const s = setup(it);
+
+  it('rejects with a LockError ERR_LOCK_CLOSED, not ioredis "Connection is closed."', async () => {
+    const client = s.f.client();
+    const lock = client.lock(uniqueName());
+    const lease = await lock.acquire();
+    const nested = await lease.run(() => lock.acquire());
+    await client.close();
+    for (const each of [nested, lease]) {
+      const error = await rejects(each.release());
+      assert.instance(error, LockError, `a LockError, got ${String(error)}`);
+      assert.is(error.code, 'ERR_LOCK_CLOSED');
+      assert.not.match(error.message, /Connection is closed/);
+    }
+    await lease[Symbol.asyncDispose](); // `await using` after close() does not throw either
+  });
+});
+
+describe('LockClient#close racing a contended acquire (issue 7, 2.5)', (it) => {
+  const s = setup(it);
+
+  it('never opens a connection after close(): a process that closes its clients mid-acquire exits on its own', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relock-close-race-'));
+    const script = join(dir, 'close-race.mts');
+    writeFileSync(
+      script,
+      `
+import { createRequire } from 'node:module';
+import { LockClient } from ${JSON.stringify(pathToFileURL(join(root, 'src', 'index.ts')).href)};
+const { Redis } = createRequire(${JSON.stringify(join(root, 'package.json'))})('ioredis');
+const [url, name] = process.argv.slice(2);
+const turns = async (n) => { for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve)); };
+const microtasks = (n, fn) => { let chain = Promise.resolve(); for (let i = 0; i < n; i++) chain = chain.then(); chain.then(fn); };
+// Clients made from the URL: close() 0..15 event-loop turns after a contended acquire began.
+for (let n = 0; n < 16; n++) {
+  const client = new LockClient({ redis: url });
+  client.on('error', () => undefined);
+  const lock = client.lock(name);
+  await lock.isLocked(); // connected
+  const acquiring = lock.acquire().catch(() => undefined);
+  await turns(n);
+  await client.close();
+  await acquiring;
+}
+// A client passed in: close() 0..15 microtasks after the attempt's reply arrived (the lock is held).
+const redis = new Redis(url);
+const evalsha = redis.evalsha.bind(redis);
+let onReply;
+redis.evalsha = (...args) => evalsha(...args).then((reply) => { const hook = onReply; onReply = undefined; hook?.(); return reply; });
+for (let n = 0; n < 16; n++) {
+  const client = new LockClient({ redis });
+  const lock = client.lock(name);
+  await lock.isLocked();
+  onReply = () => microtasks(n, () => void client.close());
+  await lock.acquire().catch(() => undefined);
+  await client.close();
+}
+redis.disconnect();
+console.log('done');
+`,
+    );
+    const held = await s.client.lock(uniqueName()).acquire();
+    const child = spawn(process.execPath, ['--import', 'tsx', script, s.f.server.url, held.name], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (data: Buffer) => (output += data));
+    child.stderr.on('data', (data: Buffer) => (output += data));
+    try {
+      const [code] = (await within(once(child, 'exit'), 8_000, 'the child process exiting on its own (it takes about 1.5 s)')) as [number | null];
+      assert.is(code, 0, output);
+      assert.match(output, /done/);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await held.release();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("rejects an acquire that close() interrupts with close()'s AbortError, at every offset 0..15 microtasks after the attempt's reply", async () => {
+    const redis = s.f.server.connect();
+    const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    let onReply: (() => void) | undefined;
+    (redis as unknown as { evalsha: typeof evalsha }).evalsha = (...args) =>
+      evalsha(...args).then((reply) => {
+        const hook = onReply;
+        onReply = undefined;
+        hook?.();
+        return reply;
+      });
+    const held = await s.other.lock(uniqueName()).acquire();
+    const wrong: string[] = [];
+    try {
+      for (let offset = 0; offset <= 15; offset++) {
+        const client = new LockClient({ redis });
+        const lock = client.lock(held.name);
+        await lock.isLocked();
+        onReply = () => {
+          let chain = Promise.resolve();
+          for (let i = 0; i < offset; i++) chain = chain.then();
+          void chain.then(() => client.close());
+        };
+        const error = await within(rejects(lock.acquire()), 2_000, `acquire closed at offset ${offset}`);
+        if (!(error instanceof DOMException && error.name === 'AbortError')) wrong.push(`offset ${offset}: ${error.name} ${error.code ?? ''} ${error.message}`);
+        await client.close();
+      }
+    } finally {
+      await held.release();
+    }
+    assert.equal(wrong, [], 'every pending acquire rejects with the AbortError of close()');
+  });
+});
