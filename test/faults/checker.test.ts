@@ -4,9 +4,15 @@ import { describe } from '../helpers/describe.ts';
 import { check, summary } from './checker.ts';
 import type { Entry } from './protocol.ts';
 
-/** A section that read `read` and had its write accepted. */
+/** A section that read `read` and had its write accepted; its acquire() was called 1 ms before it began. */
 function section(worker: number, token: number, start: number, end: number, read: number, more: Partial<Entry> = {}): Entry {
-  return { worker, loop: 0, token, start, end, waitMs: 1, read, write: 'ok', lostAt: null, release: 'ok', ...more };
+  const asked = more.asked ?? start - 1;
+  return { worker, loop: 0, token, asked, start, end, waitMs: start - asked, read, write: 'ok', lostAt: null, release: 'ok', ...more };
+}
+
+/** Serial sections granted in token order, the n-th one asked for at asked[n]. */
+function granted(asked: readonly number[]): Entry[] {
+  return asked.map((at, i) => section(i, 10 + i, 100 + 10 * i, 105 + 10 * i, i, { asked: at }));
 }
 
 const serial = [section(0, 10, 0, 5, 0), section(1, 11, 6, 9, 1), section(2, 12, 10, 20, 2)];
@@ -95,11 +101,57 @@ describe('faults checker', (it) => {
     assert.is(report.longestStallMs, Number.POSITIVE_INFINITY);
   });
 
+  it('finds no acquisition overtaken in a log served in call order', () => {
+    // Callers queue at 0..40 and are served one after another in that order, under the bound.
+    const report = check({ entries: granted([0, 10, 20, 30, 40]), counter: 5, maxOvertakenShare: 0.005 });
+    assert.equal(report.problems, []);
+    assert.is(report.overtaken.length, 0);
+    assert.is(report.overtakenShare, 0);
+  });
+
+  it('reports acquisitions overtaken by a later caller, and fails a FIFO bound', () => {
+    // Called at 0, 5, 6, 7; granted to the caller of 5, then 6, then 0, then 7: the caller of 0 was
+    // overtaken (by the one of 6, the latest granted before it); nobody else was.
+    const entries = granted([5, 6, 0, 7]);
+    const reported = check({ entries, counter: 4 });
+    assert.equal(reported.problems, [], 'without a bound the share is reported only');
+    assert.equal(
+      reported.overtaken.map((o) => [o.entry.token, o.by.token, o.ms]),
+      [[12, 11, 6]],
+    );
+    assert.is(reported.overtakenShare, 0.25);
+    const bounded = check({ entries, counter: 4, maxOvertakenShare: 0.005 });
+    assert.is(bounded.problems.length, 1);
+    assert.match(
+      bounded.problems[0]!,
+      /^1 of 4 acquisitions \(25\.0 %\) overtaken by a later caller, above the bound of 0\.50 %: worker 2\/loop 0 token 12 .* asked at 0\.0, granted after worker 1\/loop 0 token 11 .* asked 6\.0 ms later$/,
+    );
+  });
+
+  it('orders callers less than 1 ms apart as they were served', () => {
+    // The second caller came 0.5 ms after the first and was served first: no order to keep.
+    const report = check({ entries: granted([10.5, 10, 30]), counter: 3, maxOvertakenShare: 0 });
+    assert.equal(report.problems, []);
+    assert.is(report.overtaken.length, 0);
+  });
+
+  it('judges the grant order by token, as Redis granted', () => {
+    // Logged out of order, the same grants as above: the caller of 0 was overtaken twice, counted once.
+    const entries = granted([5, 6, 0, 7]).reverse();
+    const report = check({ entries, counter: 4 });
+    assert.equal(
+      report.overtaken.map((o) => o.entry.token),
+      [12],
+    );
+  });
+
   it('prints one summary line with the figures the issue asks for', () => {
     const line = summary('kill', check({ entries: serial, counter: 3, faults: [{ kind: 'x', at: 5.5 }] }), 1);
     assert.is(
       line,
-      'kill: acquisitions 3, overlaps 0, faults injected 1, lost leases signalled 0, longest wait 1 ms, longest stall after a fault 1 ms',
+      'kill: acquisitions 3, overlaps 0, faults injected 1, lost leases signalled 0, longest wait 1 ms, longest stall after a fault 1 ms, overtaken 0.0 % (0)',
     );
+    const fifo = summary('fair', check({ entries: granted([5, 6, 0, 7]), counter: 4 }), 0);
+    assert.match(fifo, /, overtaken 25\.0 % \(1\)$/);
   });
 });

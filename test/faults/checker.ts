@@ -16,6 +16,23 @@ export interface Overlap {
   readonly ms: number;
 }
 
+/** An acquisition granted before another whose acquire() was called earlier. */
+export interface Overtake {
+  /** The acquisition that was overtaken. */
+  readonly entry: Entry;
+  /** The one granted before it, whose acquire() was called the latest. */
+  readonly by: Entry;
+  /** How much later `by` called acquire() than `entry`. */
+  readonly ms: number;
+}
+
+/**
+ * A caller counts as later when its acquire() was called at least this long after another's:
+ * calls closer than that (the two loops of one process, one event-loop turn) have no order worth
+ * checking.
+ */
+export const FIFO_SLACK_MS = 1;
+
 export interface Report {
   /** Sections that began (acquire() resolved), killed ones included. */
   readonly acquisitions: number;
@@ -34,6 +51,14 @@ export interface Report {
    */
   readonly longestBeliefAfterHandoverMs: number;
   readonly longestWaitMs: number;
+  /**
+   * FIFO: acquisitions overtaken by a later caller, i.e. granted after some other acquisition whose
+   * acquire() was called at least FIFO_SLACK_MS after theirs. Granted means in token order (the
+   * order Redis granted them, which the check above requires to be the order they began in).
+   */
+  readonly overtaken: readonly Overtake[];
+  /** overtaken / acquisitions (0 without acquisitions). */
+  readonly overtakenShare: number;
   /** Per fault: how long until any section began after it. */
   readonly stalls: readonly { readonly fault: Fault; readonly ms: number }[];
   readonly longestStallMs: number;
@@ -48,6 +73,8 @@ export interface CheckInput {
   readonly counter: number;
   readonly faults?: readonly Fault[];
   readonly hung?: readonly Hung[];
+  /** A larger overtaken share than this (0 to 1) is a problem; unset: reported only. */
+  readonly maxOvertakenShare?: number;
 }
 
 function show(entry: Entry): string {
@@ -55,6 +82,12 @@ function show(entry: Entry): string {
 }
 
 const MAX_LISTED = 5;
+
+/** A share (0 to 1) in percent: one decimal, two below 1 %. */
+export function percent(share: number): string {
+  const value = share * 100;
+  return value.toFixed(value > 0 && value < 1 ? 2 : 1);
+}
 
 export function check(input: CheckInput): Report {
   const entries = [...input.entries];
@@ -129,6 +162,27 @@ export function check(input: CheckInput): Report {
     hung.map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms`),
   );
 
+  // FIFO: in grant (token) order, an acquisition is overtaken when an earlier-granted one was asked
+  // for at least FIFO_SLACK_MS after it; the latest caller granted so far is the one to compare with.
+  const overtaken: Overtake[] = [];
+  let latestCaller: Entry | undefined;
+  for (const entry of byToken) {
+    if (latestCaller && latestCaller.asked - entry.asked >= FIFO_SLACK_MS) {
+      overtaken.push({ entry, by: latestCaller, ms: latestCaller.asked - entry.asked });
+    }
+    if (!latestCaller || entry.asked > latestCaller.asked) latestCaller = entry;
+  }
+  const overtakenShare = entries.length === 0 ? 0 : overtaken.length / entries.length;
+  if (input.maxOvertakenShare !== undefined && overtakenShare > input.maxOvertakenShare) {
+    const examples = overtaken
+      .slice(0, MAX_LISTED)
+      .map((o) => `${show(o.entry)} asked at ${o.entry.asked.toFixed(1)}, granted after ${show(o.by)} asked ${o.ms.toFixed(1)} ms later`);
+    const more = overtaken.length > MAX_LISTED ? ` (and ${overtaken.length - MAX_LISTED} more)` : '';
+    problems.push(
+      `${overtaken.length} of ${entries.length} acquisitions (${percent(overtakenShare)} %) overtaken by a later caller, above the bound of ${percent(input.maxOvertakenShare)} %: ${examples.join('; ')}${more}`,
+    );
+  }
+
   const stalls = faults.map((fault) => {
     let next = Number.POSITIVE_INFINITY;
     for (const entry of entries) if (entry.start > fault.at && entry.start < next) next = entry.start;
@@ -148,6 +202,8 @@ export function check(input: CheckInput): Report {
     lateWritesAccepted: entries.filter((e) => e.late?.write === 'ok').length,
     longestBeliefAfterHandoverMs: belief,
     longestWaitMs,
+    overtaken,
+    overtakenShare,
     stalls,
     longestStallMs: stalls.reduce((max, s) => Math.max(max, s.ms), 0),
     hung,
@@ -165,6 +221,7 @@ export function summary(name: string, report: Report, faults: number, extra: rea
     `lost leases signalled ${report.lostLeases}`,
     `longest wait ${ms(report.longestWaitMs)}`,
     `longest stall after a fault ${faults > 0 ? ms(report.longestStallMs) : '-'}`,
+    `overtaken ${percent(report.overtakenShare)} % (${report.overtaken.length})`,
     ...extra,
   ].join(', ');
 }

@@ -9,12 +9,17 @@ export function now(): number {
   return Number(process.hrtime.bigint() / 1000n) / 1000;
 }
 
+/** The lock primitives the fault suite runs against. */
+export type LockKind = 'lock' | 'fair-lock';
+
 /** One critical section, as the worker that ran it logs it. */
 export interface Entry {
   readonly worker: number;
   readonly loop: number;
   /** The fencing token of the lease. */
   readonly token: number;
+  /** When acquire() was called (the FIFO check compares callers by it). */
+  readonly asked: number;
   /** When acquire() resolved. */
   readonly start: number;
   /**
@@ -22,7 +27,7 @@ export interface Entry {
    * normal section; the GET when the section learnt its loss before writing.
    */
   end: number;
-  /** How long acquire() took, in milliseconds. */
+  /** How long acquire() took (start - asked), in milliseconds. */
   readonly waitMs: number;
   /** The counter value the section read (its GET), -1 when the GET failed. */
   read: number;
@@ -65,7 +70,8 @@ export interface WorkerStats {
 }
 
 export type FromWorker =
-  | { readonly type: 'ready'; readonly worker: number }
+  /** `clientId` is the worker's LockClient id: the first part of its owner fields in Redis. */
+  | { readonly type: 'ready'; readonly worker: number; readonly clientId: string }
   | { readonly type: 'holding'; readonly worker: number; readonly entry: Entry }
   | { readonly type: 'lost'; readonly worker: number; readonly entry: Entry }
   | { readonly type: 'released'; readonly worker: number; readonly entry: Entry }
@@ -83,6 +89,8 @@ export interface WorkerConfig {
   readonly storage: Record<string, unknown>;
   readonly prefix: string;
   readonly name: string;
+  /** Which primitive the loops contend on: `client.lock(name)` or `client.fairLock(name)`. */
+  readonly kind: LockKind;
   readonly leaseMs: number;
   /** acquire({ leaseMs }) with this fixed lease instead of the watchdog. */
   readonly fixedLeaseMs?: number;

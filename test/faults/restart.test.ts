@@ -7,28 +7,10 @@
 import * as assert from 'uvu/assert';
 import { describe } from '../helpers/describe.ts';
 import type { Entry } from './protocol.ts';
-import { scenario, sized, type Run } from './harness.ts';
+import { scenario, sized } from './harness.ts';
 
 const leaseMs = 1_000;
 const restarts = sized(1, 3);
-
-async function restart(run: Run, downMs: number): Promise<{ held: Entry; lost: Entry; upAt: number }> {
-  const victim = run.live[0]!;
-  const held = await run.hold(victim, { untilLost: true });
-  run.fault(`SHUTDOWN NOSAVE, down ${downMs} ms`);
-  await run.shutdown();
-  await run.sleep(downMs);
-  await run.lockServer.restart();
-  const upAt = run.now();
-  const lost = await run.released(victim, held.token, leaseMs + 15_000);
-  // Every worker takes the lock again on the new server before the next fault.
-  await run.until(
-    () => run.live.every((w) => run.entries().some((e) => e.worker === w && e.start > upAt)),
-    'every worker acquires on the restarted server',
-    20_000,
-  );
-  return { held, lost, upAt };
-}
 
 describe('faults: Redis restarted while locks are held and waited for', (it) => {
   it(
@@ -41,9 +23,9 @@ describe('faults: Redis restarted while locks are held and waited for', (it) => 
         async (run) => {
           await run.sleep(300);
           for (let i = 0; i < restarts; i++) {
-            slow.push((await restart(run, Math.round(1.5 * leaseMs))).lost);
+            slow.push((await run.restartWhileHeld(Math.round(1.5 * leaseMs))).lost);
             await run.sleep(300);
-            quick.push((await restart(run, 0)).lost);
+            quick.push((await run.restartWhileHeld(0)).lost);
             await run.sleep(300);
           }
           const lag = quick.map((e) => e.lostAt! - e.start);

@@ -1,7 +1,8 @@
-// A fault-test worker process: `loops` contending loops on one lock name, through relock's public
-// API. In each critical section: GET the counter, await a little, fenced SET of read + 1, and one
-// JSON line per section appended (synchronously, so a SIGKILL loses nothing already logged) to
-// its log file. The harness steers it by IPC: hold the next lease (to inject a fault), stop.
+// A fault-test worker process: `loops` contending loops on one lock name (a `lock()` or a
+// `fairLock()`, as the harness says), through relock's public API. In each critical section: GET
+// the counter, await a little, fenced SET of read + 1, and one JSON line per section appended
+// (synchronously, so a SIGKILL loses nothing already logged) to its log file. The harness steers
+// it by IPC: hold the next lease (to inject a fault), stop.
 import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -34,7 +35,7 @@ const client = new LockClient({ redis: config.redis, prefix: config.prefix, leas
 client.on('error', count);
 const storage = new Redis({ ...config.storage, lazyConnect: false });
 storage.on('error', count);
-const lock = client.lock(config.name);
+const lock = config.kind === 'fair-lock' ? client.fairLock(config.name) : client.lock(config.name);
 
 let stopping = false;
 let sections = 0;
@@ -73,6 +74,7 @@ async function fencedSet(value: number, token: number): Promise<'ok' | 'stale'> 
 }
 
 async function section(loop: number): Promise<void> {
+  // On the shared clock, right before the call: the checker's FIFO order.
   const asked = now();
   waiting.set(loop, asked);
   let lease: Lease;
@@ -91,6 +93,7 @@ async function section(loop: number): Promise<void> {
     worker,
     loop,
     token: lease.fencingToken,
+    asked,
     start,
     end: start,
     waitMs: start - asked,
@@ -150,7 +153,7 @@ async function loop(index: number): Promise<void> {
 }
 
 const loops = Array.from({ length: config.loops }, (_, index) => loop(index));
-send({ type: 'ready', worker });
+send({ type: 'ready', worker, clientId: client.id });
 
 let stopped = false;
 async function stop(): Promise<void> {

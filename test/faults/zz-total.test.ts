@@ -1,6 +1,7 @@
 // The closing line of a fault run: the scenarios' figures summed. Runs last (files run in name order).
 import * as assert from 'uvu/assert';
 import { describe } from '../helpers/describe.ts';
+import { percent } from './checker.ts';
 import { MODE, results } from './harness.ts';
 
 /** What a full run (npm run test:faults) must reach over all scenarios. */
@@ -13,6 +14,14 @@ describe('faults: total', (it) => {
     const max = (pick: (r: (typeof results)[number]) => number) => results.reduce((most, r) => Math.max(most, pick(r)), 0);
     const acquisitions = sum((r) => r.report.acquisitions);
     const overlaps = sum((r) => r.report.overlaps.length);
+    // Per primitive: its runs, acquisitions, overlaps and the share overtaken by a later caller.
+    const kinds = [...new Set(results.map((r) => r.kind))].map((kind) => {
+      const runs = results.filter((r) => r.kind === kind);
+      const of = (pick: (r: (typeof results)[number]) => number) => runs.reduce((total, r) => total + pick(r), 0);
+      const n = of((r) => r.report.acquisitions);
+      const overtaken = of((r) => r.report.overtaken.length);
+      return `${kind}: ${runs.length} runs, acquisitions ${n}, overlaps ${of((r) => r.report.overlaps.length)}, overtaken ${percent(n === 0 ? 0 : overtaken / n)} %`;
+    });
     const line = [
       `[faults ${MODE}] total over ${results.length} scenario runs: acquisitions ${acquisitions}`,
       `overlaps ${overlaps}`,
@@ -22,6 +31,7 @@ describe('faults: total', (it) => {
       `longest stall after a fault ${Math.round(max((r) => r.report.longestStallMs))} ms`,
       `stale writes ${sum((r) => r.report.staleWrites)}`,
       `${(sum((r) => r.durationMs) / 1000).toFixed(1)} s`,
+      `(${kinds.join('; ')})`,
     ].join(', ');
     console.log(line);
     assert.is(overlaps, 0);

@@ -1,6 +1,6 @@
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe } from '../helpers/describe.ts';
@@ -45,3 +45,32 @@ describe('built package', (it) => {
     });
   }
 });
+
+describe('the package as installed', (it) => {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
+
+  it('ships the docs and the changelog, and every relative README link resolves inside the tarball', async () => {
+    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, timeout: 30_000 });
+    const files = new Set((JSON.parse(stdout) as [{ files: { path: string }[] }])[0].files.map((file) => file.path));
+    for (const file of ['README.md', 'CHANGELOG.md', 'LICENSE', 'docs/guide.md', 'docs/api.md', 'docs/errors.md', 'docs/guarantees.md']) {
+      assert.ok(files.has(file), `${file} is in the package`);
+    }
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)].map((match) => match[1]!).filter((target) => !/^[a-z]+:/i.test(target));
+    assert.ok(links.length >= 5, 'the README links into docs/');
+    assert.equal(links.filter((link) => !files.has(link)), [], 'README links to files the package lacks');
+  }, 40_000);
+
+  it('check:package leaves a tarball in the working tree alone', async () => {
+    const tarball = join(root, `relock-${pkg.version}.tgz`);
+    assert.not.ok(existsSync(tarball), `${tarball} exists already: move it away to run this test`);
+    writeFileSync(tarball, 'a user tarball');
+    try {
+      await promisify(execFile)(process.execPath, [join(root, 'scripts', 'check-package.mjs')], { cwd: root, timeout: 90_000 });
+      assert.is(readFileSync(tarball, 'utf8'), 'a user tarball');
+    } finally {
+      rmSync(tarball, { force: true });
+    }
+  }, 100_000);
+});
+
