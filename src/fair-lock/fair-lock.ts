@@ -1,29 +1,31 @@
 // The fair lock: the same Lock as lock(), served in the order waiters started waiting across every
 // process, with the lock handed directly to the head of the queue on release.
-import type { Lease, Lock } from '../api.ts';
-import { traceAcquire } from '../diagnostics.ts';
-import { LockLostError, LockTimeoutError } from '../errors.ts';
-import { LeaseImpl, runExclusive } from '../lease.ts';
-import type { AcquireOptions, TryAcquireOptions } from '../options.ts';
+import type { Lease } from '../api.ts';
+import { LeaseImpl } from '../lease.ts';
+import { LockBase } from '../lock-base.ts';
+import { frame } from '../runtime/acquire.ts';
 import type { HoldScripts } from '../runtime/hold.ts';
-import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from '../validate.ts';
-import { frame } from './frame.ts';
 import { fairLockKeys, type FairLockKeys } from './keys.ts';
 import type { FairShared } from './shared.ts';
 import { fairWait } from './wait.ts';
 
-export class FairLockImpl implements Lock {
-  readonly name: string;
+/**
+ * How long a rejected acquire waits, while Redis is reachable, for its wait to wind down (its `leave`
+ * answered). Never waited for while the connection is down.
+ */
+const SETTLE_MS = 250;
+
+export class FairLockImpl extends LockBase<FairLockKeys> {
   readonly #shared: FairShared;
   readonly #keys: FairLockKeys;
   readonly #scripts: HoldScripts;
 
   constructor(shared: FairShared, prefix: string, name: string) {
-    this.name = name;
+    const keys = fairLockKeys(prefix, name);
+    super(shared.runtime, 'fair-lock', name, keys, shared.commands);
     this.#shared = shared;
-    this.#keys = fairLockKeys(prefix, name);
+    this.#keys = keys;
     const { commands, waiters } = shared;
-    const keys = this.#keys;
     this.#scripts = {
       release: async (hold, believed, whole) => {
         const outcome = await commands.release(keys, hold.owner, believed, whole);
@@ -35,58 +37,7 @@ export class FairLockImpl implements Lock {
     };
   }
 
-  acquire(options?: AcquireOptions): Promise<Lease> {
-    try {
-      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal']);
-      const waitMs = checkWaitMs(o.waitMs);
-      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-      const signal = checkSignal(o.signal);
-      return traceAcquire(this.name, 'fair-lock', this.#shared.runtime.clientId, () => this.#acquire(waitMs, leaseMs, signal));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  async tryAcquire(options?: TryAcquireOptions): Promise<Lease | null> {
-    const o = checkOptions('tryAcquire()', options, ['leaseMs']);
-    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-    try {
-      return await traceAcquire(this.name, 'fair-lock', this.#shared.runtime.clientId, () => this.#acquire(0, leaseMs, undefined));
-    } catch (error) {
-      if (error instanceof LockTimeoutError) return null;
-      throw error;
-    }
-  }
-
-  async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    checkFunction('fn', fn);
-    return runExclusive((await this.acquire(options)) as LeaseImpl, fn);
-  }
-
-  isLocked(): Promise<boolean> {
-    return this.#shared.commands.isLocked(this.#keys);
-  }
-
-  async isHeldByCurrentContext(): Promise<boolean> {
-    return (await this.holdCount()) > 0;
-  }
-
-  async holdCount(): Promise<number> {
-    const hold = this.#shared.runtime.context.find(this.#keys.lock);
-    return hold ? this.#shared.commands.holdCount(this.#keys, hold.owner) : 0;
-  }
-
-  remainingTtlMs(): Promise<number | null> {
-    return this.#shared.commands.remainingTtlMs(this.#keys);
-  }
-
-  async forceUnlock(): Promise<boolean> {
-    const deleted = await this.#shared.commands.forceRelease(this.#keys);
-    this.#shared.runtime.watchdog.loseKey(this.#keys.lock, new LockLostError(`Lock "${this.name}" was force-unlocked`, { lockName: this.name }));
-    return deleted;
-  }
-
-  async #acquire(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+  protected async take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
     const { runtime } = this.#shared;
     if (runtime.closed.aborted) throw runtime.closed.reason;
     signal?.throwIfAborted();
@@ -105,6 +56,9 @@ export class FairLockImpl implements Lock {
       // Through the hold, not the lease: a lease refuses to release once the client is closed, but
       // a Redis connection passed in is still open, and the lock must not stay taken by nobody.
       giveBack: ({ hold }) => void hold.giveBack().catch(() => undefined),
+      // A rejected acquire waits briefly for its `leave` to be answered, so that the waiter is out of
+      // the queue, and a grant it got meanwhile handed on, once acquire() has rejected.
+      settleMs: SETTLE_MS,
     });
     return taken.lease;
   }

@@ -6,7 +6,7 @@ import { debuglog } from 'node:util';
 import { LockError, LockLostError, LockTimeoutError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
-import { settledWithin, type WaitState } from './frame.ts';
+import { settledWithin, type WaitState } from '../runtime/acquire.ts';
 import { FairWaiter, type Grant } from './grants.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import { grantChannel, type FairLockKeys } from './keys.ts';
@@ -190,7 +190,7 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
     }
     if (queued && !lease) {
       // Sent after everything this wait sent, on the same connection: it runs after them. The
-      // rejection of the acquire waits for it, briefly (see frame.ts).
+      // rejection of the acquire waits for it, briefly (see fair-lock.ts, SETTLE_MS).
       const leaving = commands.leave(keys, hold.owner).then(
         (outcome) => outcome.grant && waiters.offer(outcome.grant),
         (error: Error) => log('leave of %s failed: %s', name, error.message),

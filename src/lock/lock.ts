@@ -1,15 +1,13 @@
 // The reentrant lock: its attempt, re-entry and release in terms of the runtime.
-import type { Lease, Lock } from '../api.ts';
-import { traceAcquire } from '../diagnostics.ts';
-import { LockError, LockLostError, LockTimeoutError } from '../errors.ts';
-import { LeaseImpl, runExclusive } from '../lease.ts';
-import type { AcquireOptions, TryAcquireOptions } from '../options.ts';
+import type { Lease } from '../api.ts';
+import { LockError } from '../errors.ts';
+import { LeaseImpl } from '../lease.ts';
+import { LockBase } from '../lock-base.ts';
 import { acquire, type Attempt } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { Renewer } from '../runtime/watchdog.ts';
-import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from '../validate.ts';
 import type { LockCommands } from './commands.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 
@@ -20,76 +18,24 @@ export interface LockShared {
   readonly renewer: Renewer;
 }
 
-export class LockImpl implements Lock {
-  readonly name: string;
+export class LockImpl extends LockBase<LockKeys> {
   readonly #shared: LockShared;
   readonly #keys: LockKeys;
   readonly #scripts: HoldScripts;
 
   constructor(shared: LockShared, prefix: string, name: string) {
-    this.name = name;
+    const keys = lockKeys(prefix, name);
+    super(shared.runtime, 'lock', name, keys, shared.commands);
     this.#shared = shared;
-    this.#keys = lockKeys(prefix, name);
+    this.#keys = keys;
     const { commands } = shared;
-    const keys = this.#keys;
     this.#scripts = {
       release: (hold, believed, whole) => commands.release(keys, hold.owner, believed, whole),
       reenter: (hold, believed, leaseMs) => commands.reenter(keys, hold.owner, believed, leaseMs),
     };
   }
 
-  acquire(options?: AcquireOptions): Promise<Lease> {
-    try {
-      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal']);
-      const waitMs = checkWaitMs(o.waitMs);
-      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-      const signal = checkSignal(o.signal);
-      return traceAcquire(this.name, 'lock', this.#shared.runtime.clientId, () => this.#acquire(waitMs, leaseMs, signal));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  async tryAcquire(options?: TryAcquireOptions): Promise<Lease | null> {
-    const o = checkOptions('tryAcquire()', options, ['leaseMs']);
-    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-    try {
-      return await traceAcquire(this.name, 'lock', this.#shared.runtime.clientId, () => this.#acquire(0, leaseMs, undefined));
-    } catch (error) {
-      if (error instanceof LockTimeoutError) return null;
-      throw error;
-    }
-  }
-
-  async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    checkFunction('fn', fn);
-    return runExclusive((await this.acquire(options)) as LeaseImpl, fn);
-  }
-
-  isLocked(): Promise<boolean> {
-    return this.#shared.commands.isLocked(this.#keys);
-  }
-
-  async isHeldByCurrentContext(): Promise<boolean> {
-    return (await this.holdCount()) > 0;
-  }
-
-  async holdCount(): Promise<number> {
-    const hold = this.#shared.runtime.context.find(this.#keys.lock);
-    return hold ? this.#shared.commands.holdCount(this.#keys, hold.owner) : 0;
-  }
-
-  remainingTtlMs(): Promise<number | null> {
-    return this.#shared.commands.remainingTtlMs(this.#keys);
-  }
-
-  async forceUnlock(): Promise<boolean> {
-    const deleted = await this.#shared.commands.forceRelease(this.#keys);
-    this.#shared.runtime.watchdog.loseKey(this.#keys.lock, new LockLostError(`Lock "${this.name}" was force-unlocked`, { lockName: this.name }));
-    return deleted;
-  }
-
-  async #acquire(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+  protected async take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
     const { runtime } = this.#shared;
     if (runtime.closed.aborted) throw runtime.closed.reason;
     signal?.throwIfAborted();

@@ -41,6 +41,13 @@ const backoffMs = (failures: number) => Math.min(1_000, 100 * 2 ** Math.min(fail
 
 const noop = () => undefined;
 
+/** Resolves when `promise` settles or `ms` have passed, whichever comes first. */
+export function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms).unref()));
+  return Promise.race([promise.then(noop, noop), bound]).finally(() => clearTimeout(timer));
+}
+
 /** One 'abort' listener per signal, however many waits share it (no MaxListenersExceededWarning). */
 const fanouts = new WeakMap<AbortSignal, Set<() => void>>();
 
@@ -70,7 +77,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** What a wait has seen, for the error it ends with. */
-interface WaitState {
+export interface WaitState {
   /** The last connection failure, while retrying it. */
   unreachable: LockError | undefined;
   /** An attempt is out now. */
@@ -83,6 +90,7 @@ function isUnreachable(error: unknown): error is LockError {
   return error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE';
 }
 
+/** The acquire of a lock that retries on its own: a lean first attempt, then the frame's attempt-sleep loop. */
 export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<T> {
   const { closed } = runtime;
   if (closed.aborted) throw closed.reason;
@@ -94,11 +102,11 @@ export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): 
   if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && runtime.waiting.isEmpty(request.channel)))) {
     const outcome = await firstAttempt(runtime, request);
     if (outcome.kind === 'acquired') return outcome.value;
-    if (outcome.kind === 'late') return acquireWaiting(runtime, request, undefined, 1);
+    if (outcome.kind === 'late') return waitFrame(runtime, request, undefined, 1);
     if (waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
-    return acquireWaiting(runtime, request, outcome.retryMs);
+    return waitFrame(runtime, request, outcome.retryMs);
   }
-  return acquireWaiting(runtime, request);
+  return waitFrame(runtime, request);
 }
 
 /** One attempt, ended by close() as a wait would be: what it takes after that is given back. */
@@ -126,17 +134,37 @@ function firstAttempt<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<
   });
 }
 
-/** The whole frame: one controller ends it (the caller's signal, close(), or the timeout). */
-async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number, lateBefore = 0): Promise<T> {
+/** A wait the frame runs: it ends when `stop` aborts, and reports what it saw in `state`. */
+export interface FrameRequest<T> {
+  readonly name: string;
+  readonly waitMs: number;
+  readonly signal: AbortSignal | undefined;
+  wait(stop: AbortSignal, state: WaitState): Promise<T>;
+  /** Gives back what the wait brought after the caller stopped waiting. */
+  giveBack(value: T): void;
+  /**
+   * How long a rejected acquire waits, while Redis is reachable, for its wait to wind down (a fair
+   * waiter's `leave` answered); 0 for none.
+   */
+  readonly settleMs?: number;
+}
+
+/**
+ * The whole frame, for every lock kind: one controller ends the wait (the caller's signal, close(),
+ * or the timeout), and whatever the wait still brings after that is given back.
+ */
+export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Promise<T> {
   const { pending, closed } = runtime;
-  // close() may have come between the fast path's attempt and here, when nothing was pending.
+  // Also checked here: close() may have come between the fast path's attempt and the frame.
   if (closed.aborted) throw closed.reason;
+  request.signal?.throwIfAborted();
+  runtime.firstUse();
   const stop = new AbortController();
   const signal = request.signal;
   const unlisten = signal ? onAbort(signal, () => stop.abort(signal.reason)) : undefined;
   pending.add(stop);
   const state: WaitState = { unreachable: undefined, inFlight: false, sentAt: 0 };
-  const waiting = wait(runtime, request, stop.signal, state, firstHint, lateBefore);
+  const waiting = request.wait(stop.signal, state);
   try {
     // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
     // one without a finite wait, where only the signals can end it.
@@ -152,6 +180,7 @@ async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, f
     stop.abort(error);
     // Whatever the wait still brings is nobody's now: give it back.
     waiting.then((value) => request.giveBack(value), noop);
+    if (request.settleMs && runtime.runner.ready) await settledWithin(waiting, request.settleMs);
     throw error;
   } finally {
     pending.delete(stop);
@@ -159,8 +188,19 @@ async function acquireWaiting<T>(runtime: Runtime, request: AcquireRequest<T>, f
   }
 }
 
+/** The lock's wait in the frame: attempts and sleeps, after what the fast path found. */
+function waitFrame<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number, lateBefore = 0): Promise<T> {
+  return frame(runtime, {
+    name: request.name,
+    waitMs: request.waitMs,
+    signal: request.signal,
+    wait: (stop, state) => wait(runtime, request, stop, state, firstHint, lateBefore),
+    giveBack: request.giveBack,
+  });
+}
+
 /** The error a finite wait ends with: a timeout, or Redis unreachable when that is why. */
-function timeoutError(runtime: Runtime, request: AcquireRequest<unknown>, state: WaitState): LockError {
+function timeoutError(runtime: Runtime, request: FrameRequest<unknown>, state: WaitState): LockError {
   const { name, waitMs } = request;
   // An attempt unanswered for a second is a Redis that does not answer, connected or not; one sent a
   // moment ago only lost the race with the timer.

@@ -1,0 +1,87 @@
+// What every kind of Lock shares above its own way of taking a hold: argument checks before any I/O,
+// tracing, tryAcquire, runExclusive, and the reads and force-unlock by its keys.
+import type { Lease, Lock } from './api.ts';
+import { traceAcquire, type LockKind } from './diagnostics.ts';
+import { LockLostError, LockTimeoutError } from './errors.ts';
+import { runExclusive, type LeaseImpl } from './lease.ts';
+import type { AcquireOptions, TryAcquireOptions } from './options.ts';
+import type { Runtime } from './runtime/runtime.ts';
+import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from './validate.ts';
+
+/** The reads and the force-unlock a lock kind's commands offer, by its keys. */
+export interface LockReads<K> {
+  isLocked(keys: K): Promise<boolean>;
+  holdCount(keys: K, owner: string): Promise<number>;
+  remainingTtlMs(keys: K): Promise<number | null>;
+  forceRelease(keys: K): Promise<boolean>;
+}
+
+export abstract class LockBase<K extends { readonly lock: string }> implements Lock {
+  readonly name: string;
+  readonly #runtime: Runtime;
+  readonly #kind: LockKind;
+  readonly #keys: K;
+  readonly #reads: LockReads<K>;
+
+  constructor(runtime: Runtime, kind: LockKind, name: string, keys: K, reads: LockReads<K>) {
+    this.name = name;
+    this.#runtime = runtime;
+    this.#kind = kind;
+    this.#keys = keys;
+    this.#reads = reads;
+  }
+
+  /** Takes the lock (or re-enters it) once the arguments are checked. */
+  protected abstract take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease>;
+
+  acquire(options?: AcquireOptions): Promise<Lease> {
+    try {
+      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal']);
+      const waitMs = checkWaitMs(o.waitMs);
+      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+      const signal = checkSignal(o.signal);
+      return traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.take(waitMs, leaseMs, signal));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async tryAcquire(options?: TryAcquireOptions): Promise<Lease | null> {
+    const o = checkOptions('tryAcquire()', options, ['leaseMs']);
+    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+    try {
+      return await traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.take(0, leaseMs, undefined));
+    } catch (error) {
+      if (error instanceof LockTimeoutError) return null;
+      throw error;
+    }
+  }
+
+  async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    checkFunction('fn', fn);
+    return runExclusive((await this.acquire(options)) as LeaseImpl, fn);
+  }
+
+  isLocked(): Promise<boolean> {
+    return this.#reads.isLocked(this.#keys);
+  }
+
+  async isHeldByCurrentContext(): Promise<boolean> {
+    return (await this.holdCount()) > 0;
+  }
+
+  async holdCount(): Promise<number> {
+    const hold = this.#runtime.context.find(this.#keys.lock);
+    return hold ? this.#reads.holdCount(this.#keys, hold.owner) : 0;
+  }
+
+  remainingTtlMs(): Promise<number | null> {
+    return this.#reads.remainingTtlMs(this.#keys);
+  }
+
+  async forceUnlock(): Promise<boolean> {
+    const deleted = await this.#reads.forceRelease(this.#keys);
+    this.#runtime.watchdog.loseKey(this.#keys.lock, new LockLostError(`Lock "${this.name}" was force-unlocked`, { lockName: this.name }));
+    return deleted;
+  }
+}
