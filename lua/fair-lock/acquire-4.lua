@@ -43,64 +43,7 @@ if pttl == -1 and rcall('TYPE', lockKey)['ok'] ~= 'hash' then
   return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock hash')
 end
 
-local time, nowMs, lastToken
-
--- Redis TIME in milliseconds, read once per call, when first needed.
-local function now()
-  if not time then
-    time = rcall('TIME')
-    nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return nowMs
-end
-
--- Reads and checks the fence; called before anything is written, by every path that may grant
--- (a script that fails half-way is not rolled back). Only digits pass (tonumber would take "9e15").
-local function readFence()
-  local raw = rcall('GET', fenceKey) or '0'
-  if not string.match(raw, '^%d+$') then
-    return redis.error_reply('WRONGTYPE the fence key holds a string that is not a whole number')
-  end
-  lastToken = tonumber(raw)
-  return nil
-end
-
--- The next fencing token: max(last + 1, Redis TIME in microseconds), as a decimal string (a Lua
--- number turned into a string would round tokens above 10^14). Needs readFence() and now() first.
-local function nextToken()
-  if lastToken < tonumber(time[1]) * 1000000 + tonumber(time[2]) then
-    return time[1] .. string.format('%06d', tonumber(time[2]))
-  end
-  return string.format('%d', lastToken + 1)
-end
-
--- Grants the free lock to the head of the queue with the short claim lease, and tells only the
--- grantee's client, on its own channel. An entry past its deadline (its client stopped heartbeating)
--- is dropped; so is one whose client no longer listens: PUBLISH reached nobody (process gone, or its
--- subscriber reconnecting: that client re-joins by heartbeat). At most 64 entries per call. Needs
--- readFence() first.
-local function grantNext()
-  now()
-  for _ = 1, 64 do
-    local head = rcall('LPOP', queueKey)
-    if not head then
-      break
-    end
-    local deadline = tonumber(rcall('ZSCORE', deadlinesKey, head))
-    rcall('ZREM', deadlinesKey, head)
-    if deadline and deadline >= nowMs then
-      local token = nextToken()
-      local message = head .. '|' .. token .. '|' .. string.format('%d', nowMs) .. '|' .. claimMs
-      if rcall(publishCommand, grantPrefix .. string.match(head, '^[^:]*'), message) > 0 then
-        rcall('HSET', lockKey, head, 1)
-        rcall('PEXPIRE', lockKey, claimMs)
-        rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
-        return {head, token}
-      end
-    end
-  end
-  return nil
-end
+-- @include grant-next
 
 -- Already this owner's: a resent call that went through, or a grant that came first.
 if pttl ~= -2 and rcall('HEXISTS', lockKey, owner) == 1 then

@@ -2,6 +2,8 @@
 // above compares raw numbers. Every script that reports Redis TIME also feeds the client's RedisClock.
 import { LockError } from '../errors.ts';
 import * as lua from '../generated/fair-lock.ts';
+// The fair lock's hash is a lock hash: its re-entry and renewal are the lock's scripts.
+import { reenter, renew } from '../lock/commands.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import type { Clock } from '../runtime/waiter.ts';
@@ -43,11 +45,6 @@ const acquire = defineScript(lua.acquire, asReply);
 const release = defineScript(lua.release, asReply);
 const leave = defineScript(lua.leave, asReply);
 const heartbeat = defineScript(lua.heartbeat, asReply);
-const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
-  const count = Number(reply);
-  return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
-});
-const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
 const confirm = defineScript(lua.confirm, (reply) => Number(reply));
 const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1);
 

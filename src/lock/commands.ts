@@ -19,7 +19,8 @@ function toToken(value: unknown, key: string): number {
 }
 
 const acquire = defineScript(lua.acquire, (reply) => reply as number | string);
-const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
+/** Re-entry and batch renewal of an owner field in a lock hash: the fair lock's hash is the same shape, and uses these too. */
+export const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
   const count = Number(reply);
   return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
 });
@@ -31,7 +32,7 @@ const release = defineScript(
   },
   1,
 );
-const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
+export const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
 const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1, 1);
 
 export class LockCommands {

@@ -1,14 +1,28 @@
 // A least-privilege ACL user for relock, derived from what relock sends: the commands its Lua
-// scripts call (read from lua/<primitive>/*.lua), the few plain reads and the subscriber,
-// its keys `~<prefix>:*` and its channels `&<prefix>:*`.
+// scripts call (read from lua/<primitive>/*.lua with their includes expanded), the few plain reads
+// and the subscriber, its keys `~<prefix>:*` and its channels `&<prefix>:*`.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Every script under lua/, as `<primitive>/<file>`. */
+/**
+ * scripts/gen-lua.mjs's expansion: a script's source with each `-- @include <name>` line replaced by
+ * lua/<primitive>/<name>.lua.inc (header left out), as the bundle inlines it and EVALSHA runs it.
+ */
+export const { expandLua } = (await import(pathToFileURL(join(root, 'scripts', 'gen-lua.mjs')).href)) as {
+  expandLua: (primitive: string, source: string, file?: string) => string;
+};
+
+/** The source of the script `<primitive>/<file>` as the bundle has it: includes expanded. */
+export function scriptSource(file: string): string {
+  const [primitive, name] = file.split('/') as [string, string];
+  return expandLua(primitive, readFileSync(join(root, 'lua', file), 'utf8'), name);
+}
+
+/** Every script under lua/, as `<primitive>/<file>` (*.lua; *.lua.inc are includes, not scripts). */
 export function luaFiles(): string[] {
   return readdirSync(join(root, 'lua'), { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.lua'))
@@ -16,11 +30,11 @@ export function luaFiles(): string[] {
     .sort();
 }
 
-/** Commands relock's scripts call: every `rcall('X'` in lua/, plus PUBLISH (its name comes in ARGV). */
+/** Commands relock's scripts call: every `rcall('X'` in lua/ (includes too), plus PUBLISH (its name comes in ARGV). */
 export function scriptCommands(): string[] {
   const commands = new Set<string>(['publish']);
   for (const file of luaFiles()) {
-    const source = readFileSync(join(root, 'lua', file), 'utf8');
+    const source = scriptSource(file);
     for (const match of source.matchAll(/(?:rcall|redis\.call|redis\.pcall)\(\s*'([A-Za-z]+)'/g)) commands.add(match[1]!.toLowerCase());
   }
   return [...commands].sort();

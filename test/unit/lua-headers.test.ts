@@ -1,16 +1,18 @@
 import * as assert from 'uvu/assert';
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { luaFiles } from '../helpers/acl.ts';
+import { expandLua, luaFiles, scriptSource } from '../helpers/acl.ts';
 import { describe } from '../helpers/describe.ts';
 
+// Every check of a script's body reads it as the bundle has it: `-- @include` lines expanded.
 const dir = join(import.meta.dirname, '..', '..', 'lua');
 const files = luaFiles();
 const generatedDir = join(import.meta.dirname, '..', '..', 'src', 'generated');
-const generated: { file: string; source: string }[] = [];
+const generated: { file: string; sha1: string; source: string }[] = [];
 for (const module of readdirSync(generatedDir)) {
-  generated.push(...(Object.values(await import(pathToFileURL(join(generatedDir, module)).href)) as { file: string; source: string }[]));
+  generated.push(...(Object.values(await import(pathToFileURL(join(generatedDir, module)).href)) as { file: string; sha1: string; source: string }[]));
 }
 
 function parse(source: string) {
@@ -38,33 +40,48 @@ describe('lua/<primitive>/*.lua', (it) => {
         'fair-lock/force-release-4.lua',
         'fair-lock/heartbeat-4.lua',
         'fair-lock/leave-4.lua',
-        'fair-lock/reenter-2.lua',
         'fair-lock/release-4.lua',
-        'fair-lock/renew-n.lua',
       ],
     );
   });
 
-  it('gives every fair-lock script that grants the same grantNext, token rule and key/ARGV bindings', () => {
+  it('gives every fair-lock script that grants grantNext from one include, bound to the locals it expects', () => {
     const granting = ['acquire-4', 'force-release-4', 'heartbeat-4', 'leave-4', 'release-4'];
-    const shared = (file: string) => {
-      const { body } = parse(readFileSync(join(dir, 'fair-lock', `${file}.lua`), 'utf8'));
-      const from = body.indexOf('local time, nowMs, lastToken');
-      const to = body.indexOf('\n  return nil\nend\n', body.indexOf('local function grantNext()', from));
-      assert.ok(from > 0 && to > from, `${file}: the grantNext block`);
-      const bindings = body.split('\n').slice(1, 3).join('\n');
-      return { block: body.slice(from, to), bindings };
-    };
-    const first = shared(granting[0]!);
-    for (const file of granting.slice(1)) {
-      const other = shared(file);
-      assert.is(other.block, first.block, `${file}: grantNext differs from acquire-4.lua's`);
-      assert.is(other.bindings, first.bindings, `${file}: KEYS[1..4] and ARGV[1..4] bound as in acquire-4.lua`);
+    const include = readFileSync(join(dir, 'fair-lock', 'grant-next.lua.inc'), 'utf8');
+    const { header } = parse(include);
+    assert.ok(header.includes('Defines:') && header.includes('Expects in scope'), 'grant-next.lua.inc opens with what it defines and expects');
+    const expects = new Map(
+      [...header.slice(header.indexOf('Expects in scope')).matchAll(/^\s+(\w+)\s+(redis\.call|(?:KEYS|ARGV)\[\d+\])/gm)].map((m) => [m[1]!, m[2]!]),
+    );
+    assert.equal([...expects.keys()].sort(), ['claimMs', 'deadlinesKey', 'fenceKey', 'fenceTtlMs', 'grantPrefix', 'lockKey', 'publishCommand', 'queueKey', 'rcall']);
+    for (const file of files.filter((file) => file.startsWith('fair-lock/'))) {
+      const raw = readFileSync(join(dir, file), 'utf8');
+      const markers = raw.split('\n').filter((line) => line.includes('@include'));
+      const expanded = scriptSource(file);
+      const definitions = expanded.split('local function grantNext()').length - 1;
+      if (!granting.some((name) => file === `fair-lock/${name}.lua`)) {
+        assert.equal(markers, [], `${file} includes nothing`);
+        assert.is(definitions, 0, `${file} has no grantNext`);
+        continue;
+      }
+      assert.equal(markers, ['-- @include grant-next'], `${file} includes grant-next exactly once`);
+      assert.is(definitions, 1, `${file}: one grantNext, from the include`);
+      const bound = new Map<string, string>();
+      for (const [, names, values] of raw.slice(0, raw.indexOf(markers[0]!)).matchAll(/^local ([\w, ]+?) = (.+)$/gm)) {
+        const list = values!.split(', ');
+        names!.split(', ').forEach((name, i) => bound.set(name, list[i]!));
+      }
+      for (const [name, value] of expects) assert.is(bound.get(name), value, `${file} binds ${name} to ${value} before the include`);
     }
   });
 
+  it('fails the build on an unknown or malformed include', () => {
+    assert.throws(() => expandLua('fair-lock', 'local x = 1\n-- @include no-such-block\n', 'x-1.lua'), /x-1\.lua: unknown include "no-such-block"/);
+    assert.throws(() => expandLua('fair-lock', '  -- @include grant-next\n', 'x-1.lua'), /malformed include line/);
+  });
+
   for (const file of files) {
-    const source = readFileSync(join(dir, file), 'utf8');
+    const source = scriptSource(file);
     const { header, body, indexes } = parse(source);
     const keys = file.match(/-(\d+|n)\.lua$/)![1]!;
 
@@ -99,21 +116,22 @@ describe('lua/<primitive>/*.lua', (it) => {
       assert.equal(comments.filter((line) => /rcall\(|return |local |end$/.test(line)), []);
     });
 
-    it(`${file} is inlined into the bundle with its SHA1`, () => {
+    it(`${file} is inlined into the bundle, includes expanded, with its SHA1`, () => {
       const script = generated.find((s) => s.file === file);
       assert.ok(script, 'generated');
       assert.is(script!.source, source);
+      assert.is(script!.sha1, createHash('sha1').update(source).digest('hex'));
     });
   }
 
   it('publishes through a command name given in ARGV, so sharded pub/sub can be switched on', () => {
     for (const file of ['lock/release-2.lua', 'lock/force-release-2.lua']) {
-      const { body } = parse(readFileSync(join(dir, file), 'utf8'));
+      const { body } = parse(scriptSource(file));
       assert.ok(/rcall\(publishCommand, channel/.test(body), file);
       assert.not.ok(/'publish'/i.test(body), file);
     }
     for (const file of files.filter((file) => file.startsWith('fair-lock/') && file.endsWith('-4.lua'))) {
-      const { body } = parse(readFileSync(join(dir, file), 'utf8'));
+      const { body } = parse(scriptSource(file));
       assert.ok(/rcall\(publishCommand, grantPrefix \.\. /.test(body), file);
       assert.not.ok(/'s?publish'/i.test(body), file);
     }
