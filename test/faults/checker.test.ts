@@ -135,6 +135,21 @@ describe('faults checker', (it) => {
     assert.is(report.overtaken.length, 0);
   });
 
+  it('judges only the acquisitions asked for from fifoFrom on', () => {
+    // The caller of 0 (a process still starting) was overtaken before fifoFrom; the caller of 8 was
+    // overtaken by the one of 9 after it: one of the four judged.
+    const entries = granted([5, 6, 0, 9, 8]);
+    const report = check({ entries, counter: 5, fifoFrom: 5, maxOvertakenShare: 0.3 });
+    assert.is(report.fifoJudged, 4);
+    assert.equal(
+      report.overtaken.map((o) => o.entry.token),
+      [14],
+    );
+    assert.is(report.overtakenShare, 0.25);
+    assert.equal(report.problems, []);
+    assert.is(check({ entries, counter: 5, fifoFrom: 5, maxOvertakenShare: 0.2 }).problems.length, 1);
+  });
+
   it('judges the grant order by token, as Redis granted', () => {
     // Logged out of order, the same grants as above: the caller of 0 was overtaken twice, counted once.
     const entries = granted([5, 6, 0, 7]).reverse();
@@ -149,9 +164,9 @@ describe('faults checker', (it) => {
     const line = summary('kill', check({ entries: serial, counter: 3, faults: [{ kind: 'x', at: 5.5 }] }), 1);
     assert.is(
       line,
-      'kill: acquisitions 3, overlaps 0, faults injected 1, lost leases signalled 0, longest wait 1 ms, longest stall after a fault 1 ms, overtaken 0.0 % (0)',
+      'kill: acquisitions 3, overlaps 0, faults injected 1, lost leases signalled 0, longest wait 1 ms, longest stall after a fault 1 ms, overtaken 0.0 % (0 of 3)',
     );
     const fifo = summary('fair', check({ entries: granted([5, 6, 0, 7]), counter: 4 }), 0);
-    assert.match(fifo, /, overtaken 25\.0 % \(1\)$/);
+    assert.match(fifo, /, overtaken 25\.0 % \(1 of 4\)$/);
   });
 });

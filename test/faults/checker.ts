@@ -55,9 +55,12 @@ export interface Report {
    * FIFO: acquisitions overtaken by a later caller, i.e. granted after some other acquisition whose
    * acquire() was called at least FIFO_SLACK_MS after theirs. Granted means in token order (the
    * order Redis granted them, which the check above requires to be the order they began in).
+   * Only acquisitions asked for from `fifoFrom` on are judged.
    */
   readonly overtaken: readonly Overtake[];
-  /** overtaken / acquisitions (0 without acquisitions). */
+  /** The acquisitions the FIFO check judged. */
+  readonly fifoJudged: number;
+  /** overtaken / fifoJudged (0 when none was judged). */
   readonly overtakenShare: number;
   /** Per fault: how long until any section began after it. */
   readonly stalls: readonly { readonly fault: Fault; readonly ms: number }[];
@@ -75,6 +78,12 @@ export interface CheckInput {
   readonly hung?: readonly Hung[];
   /** A larger overtaken share than this (0 to 1) is a problem; unset: reported only. */
   readonly maxOvertakenShare?: number;
+  /**
+   * The FIFO check judges acquisitions asked for from this time on (the harness: once every worker
+   * runs; a client's first wait on a fair lock subscribes before it joins the queue, so callers of
+   * processes still starting are legitimately behind). @default every acquisition
+   */
+  readonly fifoFrom?: number;
 }
 
 function show(entry: Entry): string {
@@ -164,22 +173,24 @@ export function check(input: CheckInput): Report {
 
   // FIFO: in grant (token) order, an acquisition is overtaken when an earlier-granted one was asked
   // for at least FIFO_SLACK_MS after it; the latest caller granted so far is the one to compare with.
+  const fifoFrom = input.fifoFrom ?? Number.NEGATIVE_INFINITY;
+  const fifoJudged = entries.filter((e) => e.asked >= fifoFrom).length;
   const overtaken: Overtake[] = [];
   let latestCaller: Entry | undefined;
   for (const entry of byToken) {
-    if (latestCaller && latestCaller.asked - entry.asked >= FIFO_SLACK_MS) {
+    if (latestCaller && entry.asked >= fifoFrom && latestCaller.asked - entry.asked >= FIFO_SLACK_MS) {
       overtaken.push({ entry, by: latestCaller, ms: latestCaller.asked - entry.asked });
     }
     if (!latestCaller || entry.asked > latestCaller.asked) latestCaller = entry;
   }
-  const overtakenShare = entries.length === 0 ? 0 : overtaken.length / entries.length;
+  const overtakenShare = fifoJudged === 0 ? 0 : overtaken.length / fifoJudged;
   if (input.maxOvertakenShare !== undefined && overtakenShare > input.maxOvertakenShare) {
     const examples = overtaken
       .slice(0, MAX_LISTED)
       .map((o) => `${show(o.entry)} asked at ${o.entry.asked.toFixed(1)}, granted after ${show(o.by)} asked ${o.ms.toFixed(1)} ms later`);
     const more = overtaken.length > MAX_LISTED ? ` (and ${overtaken.length - MAX_LISTED} more)` : '';
     problems.push(
-      `${overtaken.length} of ${entries.length} acquisitions (${percent(overtakenShare)} %) overtaken by a later caller, above the bound of ${percent(input.maxOvertakenShare)} %: ${examples.join('; ')}${more}`,
+      `${overtaken.length} of ${fifoJudged} acquisitions (${percent(overtakenShare)} %) overtaken by a later caller, above the bound of ${percent(input.maxOvertakenShare)} %: ${examples.join('; ')}${more}`,
     );
   }
 
@@ -203,6 +214,7 @@ export function check(input: CheckInput): Report {
     longestBeliefAfterHandoverMs: belief,
     longestWaitMs,
     overtaken,
+    fifoJudged,
     overtakenShare,
     stalls,
     longestStallMs: stalls.reduce((max, s) => Math.max(max, s.ms), 0),
@@ -221,7 +233,7 @@ export function summary(name: string, report: Report, faults: number, extra: rea
     `lost leases signalled ${report.lostLeases}`,
     `longest wait ${ms(report.longestWaitMs)}`,
     `longest stall after a fault ${faults > 0 ? ms(report.longestStallMs) : '-'}`,
-    `overtaken ${percent(report.overtakenShare)} % (${report.overtaken.length})`,
+    `overtaken ${percent(report.overtakenShare)} % (${report.overtaken.length} of ${report.fifoJudged})`,
     ...extra,
   ].join(', ');
 }

@@ -18,9 +18,13 @@ describe('faults: total', (it) => {
     const kinds = [...new Set(results.map((r) => r.kind))].map((kind) => {
       const runs = results.filter((r) => r.kind === kind);
       const of = (pick: (r: (typeof results)[number]) => number) => runs.reduce((total, r) => total + pick(r), 0);
-      const n = of((r) => r.report.acquisitions);
+      const judged = of((r) => r.report.fifoJudged);
       const overtaken = of((r) => r.report.overtaken.length);
-      return `${kind}: ${runs.length} runs, acquisitions ${n}, overlaps ${of((r) => r.report.overlaps.length)}, overtaken ${percent(n === 0 ? 0 : overtaken / n)} %`;
+      return [
+        `${kind}: ${runs.length} runs, acquisitions ${of((r) => r.report.acquisitions)}`,
+        `overlaps ${of((r) => r.report.overlaps.length)}`,
+        `overtaken ${percent(judged === 0 ? 0 : overtaken / judged)} % (${overtaken} of ${judged})`,
+      ].join(', ');
     });
     const line = [
       `[faults ${MODE}] total over ${results.length} scenario runs: acquisitions ${acquisitions}`,
