@@ -3,7 +3,7 @@
 import type { Lease, Lock } from './api.ts';
 import { traceAcquire, type LockKind } from './diagnostics.ts';
 import { LockLostError, LockTimeoutError } from './errors.ts';
-import { runExclusive, type LeaseImpl } from './lease.ts';
+import { LeaseImpl, runExclusive } from './lease.ts';
 import type { AcquireOptions, TryAcquireOptions } from './options.ts';
 import type { Runtime } from './runtime/runtime.ts';
 import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from './validate.ts';
@@ -31,8 +31,23 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     this.#reads = reads;
   }
 
-  /** Takes the lock (or re-enters it) once the arguments are checked. */
-  protected abstract take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease>;
+  /** Takes the lock for a fresh hold (not a re-entry) once the arguments are checked. */
+  protected abstract takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease>;
+
+  /** Re-enters when the current context holds the lock, else takes it afresh. */
+  async #take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+    const runtime = this.#runtime;
+    if (runtime.closed.aborted) throw runtime.closed.reason;
+    signal?.throwIfAborted();
+    const held = runtime.context.find(this.#keys.lock);
+    if (held) {
+      // Re-entry never waits or queues: the context holds the lock already.
+      const count = await held.reenter(leaseMs);
+      // Released beside this call (its last release won the race): the lock is taken afresh.
+      if (count !== undefined) return new LeaseImpl(held, count, this.#kind, runtime.clientId, runtime.closed);
+    }
+    return this.takeFresh(waitMs, leaseMs, signal);
+  }
 
   acquire(options?: AcquireOptions): Promise<Lease> {
     try {
@@ -40,7 +55,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
       const waitMs = checkWaitMs(o.waitMs);
       const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
       const signal = checkSignal(o.signal);
-      return traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.take(waitMs, leaseMs, signal));
+      return traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.#take(waitMs, leaseMs, signal));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -50,7 +65,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     const o = checkOptions('tryAcquire()', options, ['leaseMs']);
     const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
     try {
-      return await traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.take(0, leaseMs, undefined));
+      return await traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.#take(0, leaseMs, undefined));
     } catch (error) {
       if (error instanceof LockTimeoutError) return null;
       throw error;

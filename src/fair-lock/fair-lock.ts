@@ -1,7 +1,6 @@
 // The fair lock: the same Lock as lock(), served in the order waiters started waiting across every
 // process, with the lock handed directly to the head of the queue on release.
 import type { Lease } from '../api.ts';
-import { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
 import { frame } from '../runtime/acquire.ts';
 import type { HoldScripts } from '../runtime/hold.ts';
@@ -37,16 +36,8 @@ export class FairLockImpl extends LockBase<FairLockKeys> {
     };
   }
 
-  protected async take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+  protected async takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
     const { runtime } = this.#shared;
-    if (runtime.closed.aborted) throw runtime.closed.reason;
-    signal?.throwIfAborted();
-    const held = runtime.context.find(this.#keys.lock);
-    if (held) {
-      // Re-entry never queues: the context holds the lock already.
-      const count = await held.reenter(leaseMs);
-      if (count !== undefined) return new LeaseImpl(held, count, 'fair-lock', runtime.clientId, runtime.closed);
-    }
     const wait = { shared: this.#shared, keys: this.#keys, name: this.name, scripts: this.#scripts, waitMs, leaseMs };
     const taken = await frame(runtime, {
       name: this.name,

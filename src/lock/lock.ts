@@ -35,16 +35,8 @@ export class LockImpl extends LockBase<LockKeys> {
     };
   }
 
-  protected async take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+  protected takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
     const { runtime } = this.#shared;
-    if (runtime.closed.aborted) throw runtime.closed.reason;
-    signal?.throwIfAborted();
-    const held = runtime.context.find(this.#keys.lock);
-    if (held) {
-      const count = await held.reenter(leaseMs);
-      // Released beside this call (its last release won the race): the lock is taken afresh.
-      if (count !== undefined) return new LeaseImpl(held, count, 'lock', runtime.clientId, runtime.closed);
-    }
     return acquire(runtime, {
       name: this.name,
       waitMs,
