@@ -21,7 +21,6 @@ export interface RedisClient {
   eval(...args: any[]): Promise<unknown>;
   type(...args: any[]): Promise<string>;
   hget(...args: any[]): Promise<string | null>;
-  hgetall(...args: any[]): Promise<Record<string, string>>;
   pttl(...args: any[]): Promise<number>;
   duplicate(...args: any[]): unknown;
   subscribe(...args: any[]): Promise<unknown>;

@@ -147,7 +147,7 @@ export class ScriptRunner {
   }
 
   /** A plain read, with errors classified as a script's are. */
-  async read<T>(command: 'type' | 'pttl' | 'hget' | 'hgetall', key: string, ...args: string[]): Promise<T> {
+  async read<T>(command: 'type' | 'pttl' | 'hget', key: string, ...args: string[]): Promise<T> {
     try {
       return (await (this.#redis[command] as (...a: string[]) => Promise<T>).call(this.#redis, key, ...args)) as T;
     } catch (error) {

@@ -129,11 +129,6 @@ export class Watchdog {
     return this.#inFlight;
   }
 
-  /** Resolves when no renewal is in flight. */
-  async settled(): Promise<void> {
-    await this.#inFlight;
-  }
-
   get stopped(): boolean {
     return this.#stopped;
   }

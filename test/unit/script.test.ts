@@ -323,7 +323,7 @@ describe('ScriptRunner#read', (it) => {
   });
   it.after(() => server.stop());
 
-  it('reads type, pttl, hget and hgetall', async () => {
+  it('reads type, pttl and hget', async () => {
     const runner = runners(redis);
     const key = uniqueName('hash');
     await admin.hset(key, 'owner', '2');
@@ -332,7 +332,6 @@ describe('ScriptRunner#read', (it) => {
     const pttl = await runner.read<number>('pttl', key);
     assert.ok(pttl > 9_000 && pttl <= 10_000, `pttl ${pttl}`);
     assert.is(await runner.read('hget', key, 'owner'), '2');
-    assert.equal(await runner.read('hgetall', key), { owner: '2' });
   });
 
   it('classifies a WRONGTYPE of a read as ERR_LOCK_WRONG_TYPE', async () => {

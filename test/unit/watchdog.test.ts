@@ -350,9 +350,9 @@ describe('Watchdog bookkeeping', (it) => {
     assert.instance(watchdog.inFlight, Promise, 'the renewal is out');
     watchdog.stopRenewing(hold);
     let settled = false;
-    const settling = watchdog.settled().then(() => (settled = true));
+    const settling = watchdog.inFlight!.then(() => (settled = true));
     await flush();
-    assert.not.ok(settled, 'settled() waits for the renewal in flight');
+    assert.not.ok(settled, 'inFlight settles only with the renewal in flight');
     renewer.calls[0]!.resolve([false]); // it ran after the release: the hold is gone
     await settling;
     assert.is(hold.losses.length, 0, 'a release is not a loss');
@@ -458,7 +458,7 @@ describe('Watchdog#stop', (it) => {
     await clock.advanceAsync(100);
     watchdog.stop(new LockLostError('closed'));
     renewer.answerAll();
-    await watchdog.settled();
+    await watchdog.inFlight;
     assert.is(hold.losses.length, 1);
     assert.not.ok(hold.held);
     assert.is(clock.pending, 0, 'the landing renewal arms no timer');

@@ -5,7 +5,7 @@ import type { Lease, LockClient } from '../../../src/index.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { setup, sleep } from '../../helpers/fixture.ts';
 import { startProxy } from '../../helpers/proxy.ts';
-import { Child } from './processes.ts';
+import { childProcesses } from './processes.ts';
 import { fairKeys, grantChannel, keysLeft, queued, reportStall, silentWaiter, unheard, wallNow } from './support.ts';
 
 const C = 500;
@@ -17,18 +17,9 @@ const SLACK = 150;
 describe('LockClient#fairLock liveness', (it) => {
   const s = setup(it);
   let third: LockClient;
-  const children: Child[] = [];
-  const child = async (name: string) => {
-    const started = await Child.start({ redis: s.f.server.url, name });
-    children.push(started);
-    return started;
-  };
+  const { start: child } = childProcesses(it, () => s.f.server.url);
   it.before(() => {
     third = s.f.client();
-  });
-  it.after(async () => {
-    for (const started of children) started.signal('SIGCONT');
-    await Promise.all(children.map((started) => started.kill()));
   });
 
   it('skips the entries of a waiter process that died at once: PUBLISH reaches nobody', async () => {

@@ -1,22 +1,19 @@
 import * as assert from 'uvu/assert';
 import { describe, uniqueName, within } from '../../helpers/describe.ts';
 import { setup } from '../../helpers/fixture.ts';
-import { Child } from './processes.ts';
+import { childProcesses } from './processes.ts';
 import { keysLeft, queued } from './support.ts';
 
 describe('LockClient#fairLock across processes', (it) => {
   const s = setup(it);
-  const children: Child[] = [];
-  it.after(async () => {
-    await Promise.all(children.map((child) => child.kill()));
-  });
+  const children = childProcesses(it, () => s.f.server.url);
 
   it('serves the waiters of three processes in the order they started waiting, one at a time', async () => {
     const name = uniqueName('fair');
-    for (let i = 0; i < 3; i++) children.push(await Child.start({ redis: s.f.server.url, name }));
+    for (let i = 0; i < 3; i++) await children.start(name);
     const held = await s.client.fairLock(name).acquire();
     // Twelve waiters, interleaved over the processes, each queued before the next starts.
-    const order = Array.from({ length: 12 }, (_, i) => ({ child: children[(i * 2) % 3]!, id: `w${i}` }));
+    const order = Array.from({ length: 12 }, (_, i) => ({ child: children.all[(i * 2) % 3]!, id: `w${i}` }));
     for (const [i, { child, id }] of order.entries()) {
       child.acquire(id, { holdMs: 5 });
       await queued(s.f.admin, name, i + 1);

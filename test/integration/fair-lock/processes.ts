@@ -2,6 +2,7 @@
 // real processes. Every child is killed when the test process exits.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { It } from '../../helpers/describe.ts';
 import type { ChildConfig, FromChild, ToChild } from './child.ts';
 
 const CHILD_FILE = fileURLToPath(new URL('./child.ts', import.meta.url));
@@ -78,3 +79,21 @@ export class Child {
     await exited;
   }
 }
+
+/** A suite's child processes on its Redis: each resumed (if paused) and killed after the suite. */
+export function childProcesses(it: It, redis: () => string): { readonly all: readonly Child[]; start(name: string): Promise<Child> } {
+  const all: Child[] = [];
+  it.after(async () => {
+    for (const child of all) child.signal('SIGCONT');
+    await Promise.all(all.map((child) => child.kill()));
+  });
+  return {
+    all,
+    async start(name) {
+      const child = await Child.start({ redis: redis(), name });
+      all.push(child);
+      return child;
+    },
+  };
+}
+

@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import type { Lease, LockClient } from '../../../src/index.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { setup, sleep } from '../../helpers/fixture.ts';
-import { Child } from './processes.ts';
+import { childProcesses } from './processes.ts';
 import { fairKeys, grantChannel, keysLeft, queued, redisNowMs, reportStall, unheard } from './support.ts';
 
 const H = 200;
@@ -13,17 +13,9 @@ const D = 1_000;
 describe('LockClient#fairLock against RedissonFairLock regressions', (it) => {
   const s = setup(it);
   let third: LockClient;
-  const children: Child[] = [];
-  const child = async (name: string) => {
-    const started = await Child.start({ redis: s.f.server.url, name });
-    children.push(started);
-    return started;
-  };
+  const { start: child } = childProcesses(it, () => s.f.server.url);
   it.before(() => {
     third = s.f.client();
-  });
-  it.after(async () => {
-    await Promise.all(children.map((started) => started.kill()));
   });
 
   /** Waiters of the given clients, queued one after the other; resolves with them in queue order. */
