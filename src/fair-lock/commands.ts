@@ -3,7 +3,7 @@
 import { LockError } from '../errors.ts';
 import * as lua from '../generated/fair-lock.ts';
 // The fair lock's hash is a lock hash: its re-entry and renewal are the lock's scripts.
-import { reenter, renew } from '../lock/commands.ts';
+import { HashLockReads, reenter, renew, toToken } from '../lock/commands.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import type { Clock } from '../runtime/waiter.ts';
@@ -31,14 +31,6 @@ export interface LeaveOutcome {
 /** One owner's state after a heartbeat. */
 export type BeatState = { readonly kind: 'granted'; readonly grant: Grant } | { readonly kind: 'queued' } | { readonly kind: 'requeued' };
 
-function toToken(value: unknown, key: string): number {
-  const token = Number(value);
-  if (!Number.isSafeInteger(token) || token <= 0) {
-    throw new LockError(`Fencing token ${String(value)} of "${key}" is not a positive safe integer`, { code: 'ERR_LOCK_FENCE_OVERFLOW' });
-  }
-  return token;
-}
-
 type Reply = readonly (number | string)[];
 const asReply = (reply: unknown) => reply as Reply;
 const acquire = defineScript(lua.acquire, asReply);
@@ -48,7 +40,7 @@ const heartbeat = defineScript(lua.heartbeat, asReply);
 const confirm = defineScript(lua.confirm, (reply) => Number(reply));
 const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1);
 
-export class FairLockCommands {
+export class FairLockCommands extends HashLockReads {
   readonly #runner: ScriptRunner;
   readonly #settings: FairSettings;
   readonly #redisClock: RedisClock;
@@ -57,6 +49,7 @@ export class FairLockCommands {
   readonly #publish: string;
 
   constructor(runner: ScriptRunner, publish: string, fenceTtlMs: number, settings: FairSettings, redisClock: RedisClock, clock: Clock) {
+    super(runner);
     this.#runner = runner;
     this.#publish = publish;
     this.#fenceTtlMs = fenceTtlMs;
@@ -147,22 +140,4 @@ export class FairLockCommands {
   }
 
   /** Whether the lock key holds a lock; a key of another type is an error, not a lock. */
-  async isLocked(keys: FairLockKeys): Promise<boolean> {
-    const kind = await this.#runner.read<string>('type', keys.lock);
-    if (kind === 'none' || kind === 'hash') return kind === 'hash';
-    throw new LockError(`Redis key "${keys.lock}" holds a ${kind}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
-      code: 'ERR_LOCK_WRONG_TYPE',
-    });
-  }
-
-  /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */
-  async remainingTtlMs(keys: FairLockKeys): Promise<number | null> {
-    const [locked, pttl] = await Promise.all([this.isLocked(keys), this.#runner.read<number>('pttl', keys.lock)]);
-    if (!locked || pttl === -2) return null;
-    return pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
-  }
-
-  async holdCount(keys: FairLockKeys, owner: string): Promise<number> {
-    return Number((await this.#runner.read<string | null>('hget', keys.lock, owner)) ?? 0);
-  }
 }

@@ -6,7 +6,7 @@ import { debuglog } from 'node:util';
 import { LockError, LockLostError, LockTimeoutError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
-import { settledWithin, type WaitState } from '../runtime/acquire.ts';
+import { isUnreachable, leaseTooShort, settledWithin, type WaitState } from '../runtime/acquire.ts';
 import { FairWaiter, type Grant } from './grants.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import { grantChannel, type FairLockKeys } from './keys.ts';
@@ -28,17 +28,6 @@ export interface FairWait {
   readonly waitMs: number;
   /** A fixed lease; undefined: the watchdog's. */
   readonly leaseMs: number | undefined;
-}
-
-function isUnreachable(error: unknown): error is LockError {
-  return error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE';
-}
-
-function leaseTooShort(name: string): LockError {
-  return new LockError(`Lock "${name}": its fixed leaseMs ended before Redis's reply arrived; use a longer leaseMs (or the watchdog)`, {
-    lockName: name,
-    code: 'ERR_LOCK_LEASE_TOO_SHORT',
-  });
 }
 
 function leaseOf(w: FairWait, hold: Hold): LeaseImpl {
@@ -136,7 +125,7 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
       if (got instanceof LeaseImpl) return { lease: (lease = got), hold };
       // A try that ioredis resent may have taken the lock for this owner the first time.
       queued = runner.maybeResent(mark);
-      if (got === 'late') throw leaseTooShort(name);
+      if (got === 'late') throw leaseTooShort(name, 1);
       if (w.waitMs === 0) throw new LockTimeoutError(`Lock "${name}" was not acquired within 0 ms: it is held`, { lockName: name });
     }
     await waiting.enter(channel, waiter, waiters.rule, name, { handsOn: false, lingerMs: w.shared.settings.keepListeningMs });
@@ -163,7 +152,7 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
         try {
           const got = await attempt(w, hold, 'wait');
           if (got instanceof LeaseImpl) return { lease: (lease = got), hold };
-          if (got === 'late') throw leaseTooShort(name);
+          if (got === 'late') throw leaseTooShort(name, 1);
           join = false;
           failures = 0;
           state.unreachable = undefined;

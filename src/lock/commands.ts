@@ -10,7 +10,8 @@ import type { LockKeys } from './keys.ts';
 /** What a first attempt got. */
 export type AcquireOutcome = { readonly kind: 'acquired'; readonly token: number } | { readonly kind: 'busy'; readonly pttlMs: number };
 
-function toToken(value: unknown, key: string): number {
+/** A token from a script's reply, refused unless a positive safe integer. */
+export function toToken(value: unknown, key: string): number {
   const token = Number(value);
   if (!Number.isSafeInteger(token) || token <= 0) {
     throw new LockError(`Fencing token ${String(value)} of "${key}" is not a positive safe integer`, { code: 'ERR_LOCK_FENCE_OVERFLOW' });
@@ -35,11 +36,41 @@ const release = defineScript(
 export const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
 const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1, 1);
 
-export class LockCommands {
+/** The reads of a lock hash, for every kind whose lock key is one (the lock, the fair lock). */
+export class HashLockReads {
+  readonly #runner: ScriptRunner;
+
+  constructor(runner: ScriptRunner) {
+    this.#runner = runner;
+  }
+
+  /** Whether the lock key holds a lock; a key of another type is an error, not a lock. */
+  async isLocked(keys: { readonly lock: string }): Promise<boolean> {
+    const kind = await this.#runner.read<string>('type', keys.lock);
+    if (kind === 'none' || kind === 'hash') return kind === 'hash';
+    throw new LockError(`Redis key "${keys.lock}" holds a ${kind}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
+      code: 'ERR_LOCK_WRONG_TYPE',
+    });
+  }
+
+  /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */
+  async remainingTtlMs(keys: { readonly lock: string }): Promise<number | null> {
+    const [locked, pttl] = await Promise.all([this.isLocked(keys), this.#runner.read<number>('pttl', keys.lock)]);
+    if (!locked || pttl === -2) return null;
+    return pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
+  }
+
+  async holdCount(keys: { readonly lock: string }, owner: string): Promise<number> {
+    return Number((await this.#runner.read<string | null>('hget', keys.lock, owner)) ?? 0);
+  }
+}
+
+export class LockCommands extends HashLockReads {
   readonly #runner: ScriptRunner;
   readonly #publish: string;
 
   constructor(runner: ScriptRunner, publish: string) {
+    super(runner);
     this.#runner = runner;
     this.#publish = publish;
   }
@@ -69,25 +100,5 @@ export class LockCommands {
 
   forceRelease(keys: LockKeys): Promise<boolean> {
     return this.#runner.run(forceRelease, [keys.lock, keys.channel], [this.#publish, 'force']);
-  }
-
-  /** Whether the lock key holds a lock; a key of another type is an error, not a lock. */
-  async isLocked(keys: LockKeys): Promise<boolean> {
-    const kind = await this.#runner.read<string>('type', keys.lock);
-    if (kind === 'none' || kind === 'hash') return kind === 'hash';
-    throw new LockError(`Redis key "${keys.lock}" holds a ${kind}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
-      code: 'ERR_LOCK_WRONG_TYPE',
-    });
-  }
-
-  /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */
-  async remainingTtlMs(keys: LockKeys): Promise<number | null> {
-    const [locked, pttl] = await Promise.all([this.isLocked(keys), this.#runner.read<number>('pttl', keys.lock)]);
-    if (!locked || pttl === -2) return null;
-    return pttl === -1 ? Number.POSITIVE_INFINITY : pttl;
-  }
-
-  async holdCount(keys: LockKeys, owner: string): Promise<number> {
-    return Number((await this.#runner.read<string | null>('hget', keys.lock, owner)) ?? 0);
   }
 }

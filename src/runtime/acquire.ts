@@ -86,7 +86,8 @@ export interface WaitState {
   sentAt: number;
 }
 
-function isUnreachable(error: unknown): error is LockError {
+/** A failure to reach Redis (as opposed to an answer from it). */
+export function isUnreachable(error: unknown): error is LockError {
   return error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE';
 }
 
@@ -296,9 +297,10 @@ async function wait<T>(
   }
 }
 
-function leaseTooShort(name: string, times: number): LockError {
+/** The error of a lease that ended before Redis's reply arrived, `times` times in a row. */
+export function leaseTooShort(name: string, times: number): LockError {
   return new LockError(
-    `Lock "${name}": its lease ended before Redis's reply arrived, ${times} times in a row; use a longer leaseMs (or a faster network)`,
+    `Lock "${name}": its lease ended before Redis's reply arrived${times > 1 ? `, ${times} times in a row` : ''}; use a longer leaseMs (or a faster network)`,
     { lockName: name, code: 'ERR_LOCK_LEASE_TOO_SHORT' },
   );
 }
