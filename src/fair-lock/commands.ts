@@ -1,6 +1,5 @@
 // Typed wrappers of the fair lock's Lua scripts and reads: every reply gets a name here, so nothing
 // above compares raw numbers. Every script that reports Redis TIME also feeds the client's RedisClock.
-import { LockError } from '../errors.ts';
 import * as lua from '../generated/fair-lock.ts';
 // The fair lock's hash is a lock hash: its re-entry and renewal are the lock's scripts.
 import { HashLockReads, reenter, renew, toToken } from '../lock/commands.ts';

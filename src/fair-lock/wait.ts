@@ -3,7 +3,7 @@
 // client, or by a heartbeat reply); own it on receipt when its claim provably lasts, else confirm
 // first; and when the wait gives up, `leave` (which hands on a grant that arrived meanwhile).
 import { debuglog } from 'node:util';
-import { LockError, LockLostError, LockTimeoutError } from '../errors.ts';
+import { LockLostError, LockTimeoutError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import { isUnreachable, leaseTooShort, settledWithin, type WaitState } from '../runtime/acquire.ts';
