@@ -1,7 +1,8 @@
 --[[
-  Takes the fair lock for a new owner, or queues the owner. Nobody jumps the queue: a free lock
-  with waiters is first granted to the head of the queue (which also pumps a queue whose holder
-  expired); only a free lock with an empty queue is taken directly.
+  Takes the fair lock for a new owner, or queues owners: the waiters of one client that are ready
+  to join at once join in one call, in order. Nobody jumps the queue: a free lock with waiters is
+  first granted to the head of the queue (which also pumps a queue whose holder expired); only a
+  free lock with an empty queue is taken directly, by the first owner given.
 
   Input:
     KEYS[1] lock key: hash of owner field -> hold count (a grant's claim, then its lease)
@@ -16,25 +17,26 @@
     ARGV[5] queue deadline in milliseconds: an entry is dropped when its client has not
             heartbeaten for this long
     ARGV[6] time to live of the queue keys in milliseconds (refreshed by every join)
-    ARGV[7] owner field: "<clientId>:<contextId>"
-    ARGV[8] lease in milliseconds: the PEXPIRE of the lock key once taken
-    ARGV[9] mode: "try" (never queue) or "wait" (queue the owner when not taken)
+    ARGV[7] lease in milliseconds: the PEXPIRE of the lock key once taken
+    ARGV[8] mode: "try" (never queue) or "wait" (queue each owner not taken)
+    ARGV[9..n] owner fields: "<clientId>:<contextId>", in the order they are to be queued
 
-  Output: a three-element array {acquired, value, nowMs}, nowMs = Redis TIME in milliseconds
-    {1, token, nowMs}  acquired, for ARGV[8]; token is the fencing token, a decimal string.
-                       Also when the owner held it already: a resent call, or a grant that
-                       reached this owner before this call
-    {0, pttl, nowMs}   not acquired: pttl is the remaining lease of the lock in milliseconds
-                       (-1 without expiry; -2 when it is free but this call could not grant
-                       it: more than 64 unreachable entries). In "wait" mode the owner is
-                       queued (once) with the deadline nowMs + ARGV[5]
-    error              WRONGTYPE when the lock key or the fence key holds another type (a fence
-                       that is not a whole number); nothing is written then
+  Output: an array {nowMs, acquired1, value1, acquired2, value2, ...}, nowMs = Redis TIME in
+          milliseconds, then two elements per owner in the order given:
+    1, token   acquired, for ARGV[7]; token is the fencing token, a decimal string. Also when
+               the owner held it already: a resent call, or a grant that reached this owner
+               before this call
+    0, pttl    not acquired: pttl is the remaining lease of the lock in milliseconds (-1 without
+               expiry; -2 when it is free but this call could not grant it: more than 64
+               unreachable entries). In "wait" mode the owner is queued (once) with the
+               deadline nowMs + ARGV[5]
+    error      WRONGTYPE when the lock key or the fence key holds another type (a fence that
+               is not a whole number); nothing is written then
 ]]
 local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local deadlineMs, queueTtlMs = tonumber(ARGV[5]), ARGV[6]
-local owner, leaseMs, mode = ARGV[7], ARGV[8], ARGV[9]
+local leaseMs, mode = ARGV[7], ARGV[8]
 local rcall = redis.call
 
 local pttl = rcall('PTTL', lockKey)
@@ -45,13 +47,9 @@ end
 
 -- @include grant-next
 
--- Already this owner's: a resent call that went through, or a grant that came first.
-if pttl ~= -2 and rcall('HEXISTS', lockKey, owner) == 1 then
-  rcall('PEXPIRE', lockKey, leaseMs)
-  return {1, rcall('GET', fenceKey), now()}
-end
-
-if pttl == -2 then
+-- The lock for `owner` if it is free: granted to the head of the queue first; taken directly only
+-- with an empty queue. Returns its token, or nil (then pttl says how long the lock is taken).
+local function takeFree(owner)
   local failed = readFence()
   if failed then
     return failed
@@ -59,36 +57,61 @@ if pttl == -2 then
   local queued = rcall('LLEN', queueKey)
   if queued > 0 then
     local granted = grantNext()
-    if granted and granted[1] == owner then
-      rcall('PEXPIRE', lockKey, leaseMs)
-      return {1, granted[2], nowMs}
-    elseif granted then
+    if granted then
       pttl = tonumber(claimMs)
-    else
-      queued = rcall('LLEN', queueKey)
+      if granted[1] == owner then
+        rcall('PEXPIRE', lockKey, leaseMs)
+        pttl = tonumber(leaseMs)
+        return granted[2]
+      end
+      return nil
     end
+    queued = rcall('LLEN', queueKey)
   end
-  if pttl == -2 and queued == 0 then
+  if queued == 0 then
     now()
     local token = nextToken()
     rcall('HSET', lockKey, owner, 1)
     rcall('PEXPIRE', lockKey, leaseMs)
     rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
-    return {1, token, nowMs}
+    pttl = tonumber(leaseMs)
+    return token
   end
+  return nil
 end
 
-if mode == 'wait' then
-  -- Idempotent: a resent join neither queues twice nor moves a deadline by more than the wait.
-  local fresh = false
-  if not rcall('ZSCORE', deadlinesKey, owner) then
-    fresh = rcall('RPUSH', queueKey, owner) == 1
+local reply = {0}
+for i = 9, #ARGV do
+  local owner = ARGV[i]
+  local token = nil
+  if pttl ~= -2 then
+    -- Already this owner's: a resent call that went through, or a grant that came first.
+    if rcall('HEXISTS', lockKey, owner) == 1 then
+      rcall('PEXPIRE', lockKey, leaseMs)
+      token = rcall('GET', fenceKey)
+    end
+  else
+    token = takeFree(owner)
+    if type(token) == 'table' then
+      return token
+    end
   end
-  rcall('ZADD', deadlinesKey, now() + deadlineMs, owner)
-  -- A new queue gets its lifetime here; from then on the heartbeats of live waiters keep it.
-  if fresh then
-    rcall('PEXPIRE', queueKey, queueTtlMs)
-    rcall('PEXPIRE', deadlinesKey, queueTtlMs)
+  if token then
+    reply[#reply + 1] = 1
+    reply[#reply + 1] = token
+  else
+    -- Idempotent: ZADD tells a new entry from a known one, so a resent join neither queues twice
+    -- nor moves a deadline by more than the wait.
+    if mode == 'wait' and rcall('ZADD', deadlinesKey, now() + deadlineMs, owner) == 1 then
+      -- A new queue gets its lifetime here; from then on the heartbeats of live waiters keep it.
+      if rcall('RPUSH', queueKey, owner) == 1 then
+        rcall('PEXPIRE', queueKey, queueTtlMs)
+        rcall('PEXPIRE', deadlinesKey, queueTtlMs)
+      end
+    end
+    reply[#reply + 1] = 0
+    reply[#reply + 1] = pttl
   end
 end
-return {0, pttl, now()}
+reply[1] = now()
+return reply

@@ -31,8 +31,13 @@ local deadlineMs, queueTtlMs = tonumber(ARGV[5]), ARGV[6]
 local owners = {unpack(ARGV, 7)}
 local rcall = redis.call
 
-local free = rcall('EXISTS', lockKey) == 0
--- LLEN fails on a queue key of another type, before anything is written.
+-- The holders (a fair lock has at most one); HKEYS fails on a lock key of another type, and LLEN on
+-- a queue key of another type, before anything is written.
+local holders = {}
+for _, field in ipairs(rcall('HKEYS', lockKey)) do
+  holders[field] = true
+end
+local free = next(holders) == nil
 rcall('LLEN', queueKey)
 
 -- @include grant-next
@@ -45,33 +50,39 @@ if free then
 end
 now()
 
+-- One command per queued owner: ZADD refreshes a known entry's deadline and reports a new one,
+-- whose owner had been dropped and is queued again at the tail.
 local states = {}
 for i, owner in ipairs(owners) do
-  if free or rcall('HEXISTS', lockKey, owner) == 0 then
-    if rcall('ZSCORE', deadlinesKey, owner) then
-      states[i] = 1
-    else
-      rcall('RPUSH', queueKey, owner)
-      states[i] = 0
-    end
-    rcall('ZADD', deadlinesKey, nowMs + deadlineMs, owner)
-  else
+  if holders[owner] then
     states[i] = 2
+  elseif rcall('ZADD', deadlinesKey, nowMs + deadlineMs, owner) == 1 then
+    rcall('RPUSH', queueKey, owner)
+    states[i] = 0
+  else
+    states[i] = 1
   end
 end
 rcall('PEXPIRE', queueKey, queueTtlMs)
 rcall('PEXPIRE', deadlinesKey, queueTtlMs)
 
 if free then
-  grantNext()
+  local granted = grantNext()
+  if granted then
+    holders[granted[1]] = true
+  end
 end
 
 local reply = {nowMs}
+local token, pttl
 for i, owner in ipairs(owners) do
-  if rcall('HEXISTS', lockKey, owner) == 1 then
+  if holders[owner] then
+    if not token then
+      token, pttl = rcall('GET', fenceKey), rcall('PTTL', lockKey)
+    end
     reply[#reply + 1] = 2
-    reply[#reply + 1] = rcall('GET', fenceKey)
-    reply[#reply + 1] = rcall('PTTL', lockKey)
+    reply[#reply + 1] = token
+    reply[#reply + 1] = pttl
   else
     reply[#reply + 1] = states[i]
     reply[#reply + 1] = 0

@@ -16,6 +16,8 @@
     ARGV[6] the hold count the caller believes it has before this release (>= 1)
     ARGV[7] "1": release the owner's whole hold whatever its count (the outermost lease);
             "0": one level
+    ARGV[8] the owner's fencing token: while it holds the lock, the last token issued (the
+            next one is max(this + 1, Redis TIME in microseconds), the fence key not read)
 
   Output: an array
     {-1}                           the owner holds nothing here (expired, force-unlocked, or
@@ -31,7 +33,7 @@
 ]]
 local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local owner, believed, whole = ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local owner, believed, whole, holderToken = ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local rcall = redis.call
 
 local count = rcall('HGET', lockKey, owner)
@@ -52,12 +54,8 @@ local queued = rcall('LLEN', queueKey)
 
 -- @include grant-next
 
-if queued > 0 then
-  local failed = readFence()
-  if failed then
-    return failed
-  end
-end
+-- The owner holds the lock: nobody was issued a token since its own.
+lastToken = tonumber(holderToken)
 rcall('DEL', lockKey)
 if queued > 0 then
   local granted = grantNext()

@@ -32,7 +32,8 @@ export type BeatState = { readonly kind: 'granted'; readonly grant: Grant } | { 
 
 type Reply = readonly (number | string)[];
 const asReply = (reply: unknown) => reply as Reply;
-const acquire = defineScript(lua.acquire, asReply);
+// Grants count their receivers, which only SPUBLISH does over a shard: refused on a Cluster without it.
+const acquire = defineScript(lua.acquire, asReply, undefined, true);
 const release = defineScript(lua.release, asReply);
 const leave = defineScript(lua.leave, asReply);
 const heartbeat = defineScript(lua.heartbeat, asReply);
@@ -79,17 +80,26 @@ export class FairLockCommands extends HashLockReads {
     return { owner: String(owner), token: toToken(token, keys.fence), nowMs: Number(nowMs), claimMs: this.#settings.claimMs };
   }
 
-  /** Takes the lock, or ('wait') queues the owner; nobody jumps a non-empty queue. */
-  async acquire(keys: FairLockKeys, owner: string, leaseMs: number, mode: 'try' | 'wait'): Promise<AcquireOutcome> {
+  /**
+   * Takes the lock for the first owner, or ('wait') queues the owners in order; nobody jumps a
+   * non-empty queue. One outcome per owner.
+   */
+  async acquire(keys: FairLockKeys, owners: readonly string[], leaseMs: number, mode: 'try' | 'wait'): Promise<AcquireOutcome[]> {
     const { deadlineMs, queueTtlMs } = this.#settings;
-    const args = [...this.#grantArgs(keys, Math.max(this.#fenceTtlMs, leaseMs)), deadlineMs, queueTtlMs, owner, leaseMs, mode];
-    const [acquired, value] = await this.#timed(acquire, this.#grantKeys(keys), args, 2);
-    return acquired === 1 ? { kind: 'acquired', token: toToken(value, keys.fence) } : { kind: 'busy', pttlMs: Number(value) };
+    const args = [...this.#grantArgs(keys, Math.max(this.#fenceTtlMs, leaseMs)), deadlineMs, queueTtlMs, leaseMs, mode, ...owners];
+    const reply = await this.#timed(acquire, this.#grantKeys(keys), args, 0);
+    return owners.map((_, i): AcquireOutcome => {
+      const value = reply[2 + i * 2];
+      return reply[1 + i * 2] === 1 ? { kind: 'acquired', token: toToken(value, keys.fence) } : { kind: 'busy', pttlMs: Number(value) };
+    });
   }
 
-  /** One level or the whole hold; the last one grants the lock to the head of the queue. */
-  async release(keys: FairLockKeys, owner: string, believed: number, whole: boolean): Promise<FairReleaseOutcome> {
-    const reply = await this.#runner.run(release, this.#grantKeys(keys), [...this.#grantArgs(keys), owner, believed, whole ? 1 : 0]);
+  /**
+   * One level or the whole hold; the last one grants the lock to the head of the queue, with the
+   * token after `token`, the holder's (nobody was issued one since, while it holds the lock).
+   */
+  async release(keys: FairLockKeys, owner: string, believed: number, whole: boolean, token: number): Promise<FairReleaseOutcome> {
+    const reply = await this.#runner.run(release, this.#grantKeys(keys), [...this.#grantArgs(keys), owner, believed, whole ? 1 : 0, token]);
     const left = Number(reply[0]);
     if (left < 0) return { kind: 'gone' };
     return { kind: 'released', left, grant: this.#grant(keys, reply[1], reply[2], reply[3]) };

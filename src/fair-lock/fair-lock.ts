@@ -27,7 +27,7 @@ export class FairLockImpl extends LockBase<FairLockKeys> {
     const { commands, waiters } = shared;
     this.#scripts = {
       release: async (hold, believed, whole) => {
-        const outcome = await commands.release(keys, hold.owner, believed, whole);
+        const outcome = await commands.release(keys, hold.owner, believed, whole, hold.token);
         // A grantee of this very client starts on this reply, before its message arrives.
         if (outcome.kind === 'released' && outcome.grant) waiters.offer(outcome.grant);
         return outcome;

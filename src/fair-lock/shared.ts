@@ -5,6 +5,7 @@ import type { Renewer } from '../runtime/watchdog.ts';
 import { FairLockCommands } from './commands.ts';
 import { FairWaiters } from './grants.ts';
 import { Heartbeat } from './heartbeat.ts';
+import { Joins } from './joins.ts';
 import type { FairLockKeys } from './keys.ts';
 import { RedisClock } from './redis-clock.ts';
 import { FAIR_SETTINGS, type FairSettings } from './settings.ts';
@@ -18,6 +19,10 @@ export interface FairShared {
   readonly waiters: FairWaiters;
   /** Lock key -> the heartbeat of this client's waiters on it. */
   readonly heartbeats: Map<string, Heartbeat>;
+  /** This client's joins of a queue, one script call per lock and turn. */
+  readonly joins: Joins;
+  /** Lock key -> how many fair acquires of this client are under way on it. */
+  readonly underWay: Map<string, number>;
 }
 
 export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR_SETTINGS): FairShared {
@@ -32,6 +37,8 @@ export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR
     redisClock,
     waiters: new FairWaiters(),
     heartbeats: new Map(),
+    underWay: new Map(),
+    joins: new Joins(commands),
   };
 }
 

@@ -45,7 +45,7 @@ async function attempt(w: FairWait, hold: Hold, mode: 'try' | 'wait'): Promise<L
   const sentAt = watchdog.clock.now();
   let outcome;
   try {
-    outcome = await commands.acquire(w.keys, hold.owner, leaseMs, mode);
+    outcome = mode === 'wait' ? await w.shared.joins.join(w.keys, hold.owner, leaseMs) : (await commands.acquire(w.keys, [hold.owner], leaseMs, mode))[0]!;
   } catch (error) {
     watchdog.delete(hold);
     throw error;
@@ -74,11 +74,13 @@ async function claim(w: FairWait, hold: Hold, grant: Grant, stop: AbortSignal): 
   if (leftMs >= settings.minClaimLeftMs) {
     // The confirm to the full lease is written before the critical section starts (a holder paused
     // after that keeps the lock like any holder); until its reply, the hold ends with the claim.
+    // A fresh grant is the newest (a later one needs this claim to end first): its token stands, and
+    // the confirm is a renewal (no fence read).
     hold.acquired(grant.token, sentAt, Math.min(leftMs, leaseMs));
-    commands.confirm(w.keys, hold.owner, leaseMs).then(
-      (token) => {
+    commands.renew([hold], leaseMs).then(
+      ([held]) => {
         if (!hold.held || hold.lost) return;
-        if (token === grant.token) watchdog.leaseFrom(hold, sentAt, leaseMs);
+        if (held) watchdog.leaseFrom(hold, sentAt, leaseMs);
         else watchdog.lose(hold, new LockLostError(`Lock "${w.name}" was lost before its grant was confirmed`, { lockName: w.name }));
       },
       (error: Error) => runtime.error(error),
@@ -115,10 +117,13 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
   let queued = false;
   let lease: LeaseImpl | undefined;
   let failures = 0;
+  const contended = (w.shared.underWay.get(keys.lock) ?? 0) > 0;
+  w.shared.underWay.set(keys.lock, (w.shared.underWay.get(keys.lock) ?? 0) + 1);
   try {
     // Never queue before listening (PUBLISH would count this client unreachable): a client not yet
-    // subscribed tries once first; one that is already listening joins at once.
-    if (w.waitMs === 0 || !waiting.listening(channel)) {
+    // subscribed tries once first, unless another acquire of its own on this lock is under way (the
+    // lock is contended: it subscribes, then joins); one that is already listening joins at once.
+    if (w.waitMs === 0 || (!waiting.listening(channel) && !contended)) {
       const mark = runner.mark();
       queued = true;
       const got = await attempt(w, hold, 'try');
@@ -172,6 +177,9 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
       else if (watchdog.clock.now() - startedAt > runtime.leaseMs && watchdog.heldSince(keys.lock, startedAt)) runtime.warnSelfWait(name);
     }
   } finally {
+    const left = w.shared.underWay.get(keys.lock)! - 1;
+    if (left > 0) w.shared.underWay.set(keys.lock, left);
+    else w.shared.underWay.delete(keys.lock);
     if (entered) {
       waiters.delete(waiter);
       heartbeat?.delete(hold.owner);

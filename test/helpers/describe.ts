@@ -39,8 +39,18 @@ export function describe(name: string, define: (it: It) => void, defaultLimitMs 
       }
     });
   }) as It;
-  it.before = (body) => test.before(async () => void (await within(Promise.resolve().then(body), 60_000, `${name} (before)`)));
-  it.after = (body) => test.after(async () => void (await within(Promise.resolve().then(body), 60_000, `${name} (after)`)));
+  // uvu swallows a failing hook (its tests just do not run): count it as a failure here.
+  const hook = (body: Body, what: string) => async () => {
+    try {
+      await within(Promise.resolve().then(body), 60_000, `${name} (${what})`);
+    } catch (error) {
+      counts.failed++;
+      console.error(`${name} (${what}) failed:`, error);
+      throw error;
+    }
+  };
+  it.before = (body) => test.before(hook(body, 'before'));
+  it.after = (body) => test.after(hook(body, 'after'));
   define(it);
   test.run();
 }
