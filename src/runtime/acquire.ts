@@ -36,6 +36,12 @@ export interface AcquireRequest<T> {
 const UNANSWERED_MS = 1_000;
 /** Fixed leases that end before the reply this many times in a row fail the acquire. */
 const MAX_LATE = 3;
+/**
+ * How long a lock's channel stays subscribed after its last local waiter left: a hot lock's next
+ * wait needs no SUBSCRIBE, no UNSUBSCRIBE and no second attempt (the mark tells whether a release
+ * came between its first attempt and its entering the room).
+ */
+const LISTEN_AFTER_MS = 2_000;
 /** Retries after a connection failure, while a finite wait lasts: 100, 200, 400 ... 1000 ms. */
 const backoffMs = (failures: number) => Math.min(1_000, 100 * 2 ** Math.min(failures, 4));
 
@@ -101,11 +107,12 @@ export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): 
   // The fast path: no signal, no timer, and (for a wait) no local waiter to queue behind. One attempt
   // needs no controller; close() still ends it through a cheap pending entry.
   if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && runtime.waiting.isEmpty(request.channel)))) {
+    const mark = runtime.waiting.mark(request.channel);
     const outcome = await firstAttempt(runtime, request);
     if (outcome.kind === 'acquired') return outcome.value;
     if (outcome.kind === 'late') return waitFrame(runtime, request, undefined, 1);
     if (waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
-    return waitFrame(runtime, request, outcome.retryMs);
+    return waitFrame(runtime, request, outcome.retryMs, 0, mark);
   }
   return waitFrame(runtime, request);
 }
@@ -190,12 +197,12 @@ export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Prom
 }
 
 /** The lock's wait in the frame: attempts and sleeps, after what the fast path found. */
-function waitFrame<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number, lateBefore = 0): Promise<T> {
+function waitFrame<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: number, lateBefore = 0, firstMark?: number): Promise<T> {
   return frame(runtime, {
     name: request.name,
     waitMs: request.waitMs,
     signal: request.signal,
-    wait: (stop, state) => wait(runtime, request, stop, state, firstHint, lateBefore),
+    wait: (stop, state) => wait(runtime, request, stop, state, firstHint, lateBefore, firstMark),
     giveBack: request.giveBack,
   });
 }
@@ -225,6 +232,7 @@ async function wait<T>(
   state: WaitState,
   firstHint: number | undefined,
   lateBefore: number,
+  firstMark: number | undefined,
 ): Promise<T> {
   const { waiting, watchdog } = runtime;
   const { channel, waitMs } = request;
@@ -239,11 +247,14 @@ async function wait<T>(
   // Barge only when no local waiter is queued for this lock (or when trying once); a first attempt
   // made by the fast path has told us the hint already.
   let tryNow = firstHint === undefined && (lateBefore > 0 || waitMs === 0 || waiting.isEmpty(channel));
+  /** Taken before the last attempt: whether a release may have gone unheard since. */
+  let mark = firstMark;
   try {
     for (;;) {
       if (tryNow) {
         // Never an attempt for a wait that ended (a wake-up may have been pending when it did).
         stop.throwIfAborted();
+        mark = waiting.mark(channel);
         let outcome: Attempt<T>;
         state.inFlight = true;
         state.sentAt = watchdog.clock.now();
@@ -274,7 +285,7 @@ async function wait<T>(
       if (!entered) {
         waiter ??= new Waiter(request.need, watchdog.clock);
         try {
-          tryNow = await waiting.enter(channel, waiter, request.rule, request.name);
+          tryNow = await waiting.enter(channel, waiter, request.rule, request.name, { lingerMs: LISTEN_AFTER_MS }, mark);
           entered = true;
         } catch (error) {
           if (!finite || !isUnreachable(error)) throw error;

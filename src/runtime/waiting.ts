@@ -47,6 +47,11 @@ export class WaitingRoom implements Inbox {
   readonly #rooms = new Map<string, Room>();
   /** Channels with no waiter left whose subscription is kept a while: channel -> its timer. */
   readonly #lingering = new Map<string, NodeJS.Timeout>();
+  /**
+   * Channel -> how many messages it has had (or reconnects that may have lost one) while listened
+   * to: what a waiter that marked it before its attempt compares with when it enters.
+   */
+  readonly #heard = new Map<string, number>();
   readonly #clientId: string;
   #subscriber: Subscriber | undefined;
 
@@ -69,10 +74,20 @@ export class WaitingRoom implements Inbox {
   }
 
   /**
-   * Subscribes (once per channel) and queues the waiter at the tail; resolves to whether it is the
-   * head. A failed subscription leaves nothing queued or subscribed.
+   * A mark to take before an attempt, for `enter`: undefined when the channel is not listened to
+   * now (a release before the subscription would go unheard).
    */
-  async enter(channel: string, waiter: Waiter, rule: WakeRule, name: string, options: RoomOptions = {}): Promise<boolean> {
+  mark(channel: string): number | undefined {
+    return this.listening(channel) ? (this.#heard.get(channel) ?? 0) : undefined;
+  }
+
+  /**
+   * Subscribes (once per channel) and queues the waiter at the tail; resolves to whether it is the
+   * head and should try at once: always, unless `mark` (taken before its last attempt, while the
+   * channel was listened to) shows that no message came since. A failed subscription leaves
+   * nothing queued or subscribed.
+   */
+  async enter(channel: string, waiter: Waiter, rule: WakeRule, name: string, options: RoomOptions = {}, mark?: number): Promise<boolean> {
     await this.#subscriber!.subscribe(channel);
     const lingering = this.#lingering.get(channel);
     if (lingering) {
@@ -87,7 +102,12 @@ export class WaitingRoom implements Inbox {
       return false;
     }
     this.#rooms.set(channel, { queue: [waiter], rule, name, handsOn: options.handsOn ?? true, lingerMs: options.lingerMs ?? 0 });
-    return true;
+    return mark === undefined || (this.#heard.get(channel) ?? 0) !== mark;
+  }
+
+  /** Counts a message (or a possible loss) on a channel that is listened to. */
+  #hear(channel: string): void {
+    if (this.listening(channel)) this.#heard.set(channel, (this.#heard.get(channel) ?? 0) + 1);
   }
 
   /**
@@ -106,19 +126,24 @@ export class WaitingRoom implements Inbox {
       this.#rooms.delete(channel);
       const timer = setTimeout(() => {
         this.#lingering.delete(channel);
+        this.#heard.delete(channel);
         this.#subscriber!.unsubscribe(channel);
       }, room.lingerMs);
       this.#lingering.set(channel, timer.unref());
       return;
     }
     this.#subscriber!.unsubscribe(channel);
-    if (room.queue.length === 0) this.#rooms.delete(channel);
+    if (room.queue.length === 0) {
+      this.#rooms.delete(channel);
+      this.#heard.delete(channel);
+    }
     else if (!room.handsOn) return;
     else if (index === 0 && leaseMs === undefined) room.queue[0]?.wake();
     else if (index === 0) room.queue[0]?.shorten(leaseMs!);
   }
 
   message(channel: string, message: string): void {
+    this.#hear(channel);
     const room = this.#rooms.get(channel);
     if (!room) return;
     if (diagnostics.wake.hasSubscribers) diagnostics.wake.publish({ clientId: this.#clientId, name: room.name } satisfies WakeMessage);
@@ -126,6 +151,7 @@ export class WaitingRoom implements Inbox {
   }
 
   resubscribed(): void {
+    for (const channel of this.#lingering.keys()) this.#hear(channel);
     for (const room of this.#rooms.values()) for (const waiter of room.queue) waiter.wake();
   }
 

@@ -106,8 +106,53 @@ describe('acquire frame', (it) => {
     assert.is(h.attempts.length, 3);
     await h.answer(acquired());
     assert.is(await result, 'lease');
-    assert.equal(h.subscriber.calls, [`subscribe ${CHANNEL}`, `unsubscribe ${CHANNEL}`]);
+    // The channel lingers (2 s) after the last waiter: the next wait needs no SUBSCRIBE.
+    assert.equal(h.subscriber.calls, [`subscribe ${CHANNEL}`]);
     assert.ok(h.waiting.isEmpty(CHANNEL));
+    assert.ok(h.waiting.listening(CHANNEL));
+  });
+
+  it('on a channel still listened to, a busy try enters without a second attempt, unless a message came in between', async () => {
+    const h = harness();
+    const first = acquire(h.runtime, h.request());
+    await flush();
+    await h.answer(busy());
+    await h.answer(acquired());
+    assert.is(await first, 'lease');
+    assert.ok(h.waiting.listening(CHANNEL));
+
+    // Quiet: the release it would have missed cannot have happened unheard.
+    const second = acquire(h.runtime, h.request());
+    await flush();
+    await h.answer(busy(500));
+    assert.is(h.attempts.length, 3, 'no second attempt: nothing was published since the first');
+    // The lingering reference is handed to the waiter: the count never drops to 0, so the real
+    // subscriber sends Redis no SUBSCRIBE or UNSUBSCRIBE.
+    assert.equal(h.subscriber.calls, [`subscribe ${CHANNEL}`, `subscribe ${CHANNEL}`, `unsubscribe ${CHANNEL}`]);
+    assert.is(h.subscriber.refs.get(CHANNEL), 1);
+    h.waiting.message(CHANNEL, 'release');
+    await flush();
+    assert.is(h.attempts.length, 4, 'woken by the release');
+    await h.answer(acquired());
+    assert.is(await second, 'lease');
+
+    // A release between the busy reply and entering the room: tried again at once.
+    const third = acquire(h.runtime, h.request());
+    await flush();
+    h.waiting.message(CHANNEL, 'release');
+    await h.answer(busy());
+    assert.is(h.attempts.length, 6, 'the message since the mark makes it try at once');
+    await h.answer(acquired());
+    assert.is(await third, 'lease');
+
+    // A reconnect may have lost a message: it counts as one.
+    const fourth = acquire(h.runtime, h.request());
+    await flush();
+    h.waiting.resubscribed();
+    await h.answer(busy());
+    assert.is(h.attempts.length, 8, 'a resubscription since the mark makes it try at once');
+    await h.answer(acquired());
+    assert.is(await fourth, 'lease');
   });
 
   it('tries again when a message on its channel wakes it', async () => {
