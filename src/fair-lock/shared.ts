@@ -23,6 +23,8 @@ export interface FairShared {
   readonly joins: Joins;
   /** Lock key -> how many fair acquires of this client are under way on it. */
   readonly underWay: Map<string, number>;
+  /** Lock key -> settles when the last of this client's acquires on it has taken its place in the queue. */
+  readonly placing: Map<string, Promise<void>>;
 }
 
 export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR_SETTINGS): FairShared {
@@ -38,6 +40,7 @@ export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR
     waiters: new FairWaiters(),
     heartbeats: new Map(),
     underWay: new Map(),
+    placing: new Map(),
     joins: new Joins(commands),
   };
 }

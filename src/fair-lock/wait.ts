@@ -117,8 +117,19 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
   let queued = false;
   let lease: LeaseImpl | undefined;
   let failures = 0;
-  const contended = (w.shared.underWay.get(keys.lock) ?? 0) > 0;
-  w.shared.underWay.set(keys.lock, (w.shared.underWay.get(keys.lock) ?? 0) + 1);
+  const { underWay, placing } = w.shared;
+  const contended = (underWay.get(keys.lock) ?? 0) > 0;
+  underWay.set(keys.lock, (underWay.get(keys.lock) ?? 0) + 1);
+  // This client's acquires of a lock take their places in the queue in the order they started: one
+  // that skipped its try must not join before an earlier one still trying.
+  let before = placing.get(keys.lock);
+  let placed!: () => void;
+  const mine = new Promise<void>((resolve) => (placed = resolve));
+  placing.set(keys.lock, mine);
+  const place = () => {
+    placed();
+    if (placing.get(keys.lock) === mine) placing.delete(keys.lock);
+  };
   try {
     // Never queue before listening (PUBLISH would count this client unreachable): a client not yet
     // subscribed tries once first, unless another acquire of its own on this lock is under way (the
@@ -155,7 +166,13 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
       if (join) {
         queued = true;
         try {
-          const got = await attempt(w, hold, 'wait');
+          if (before) await before;
+          before = undefined;
+          stop.throwIfAborted();
+          // The join is batched with this turn's others as the call is made: the next may follow.
+          const joining = attempt(w, hold, 'wait');
+          place();
+          const got = await joining;
           if (got instanceof LeaseImpl) return { lease: (lease = got), hold };
           if (got === 'late') throw leaseTooShort(name, 1);
           join = false;
@@ -177,9 +194,10 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
       else if (watchdog.clock.now() - startedAt > runtime.leaseMs && watchdog.heldSince(keys.lock, startedAt)) runtime.warnSelfWait(name);
     }
   } finally {
-    const left = w.shared.underWay.get(keys.lock)! - 1;
-    if (left > 0) w.shared.underWay.set(keys.lock, left);
-    else w.shared.underWay.delete(keys.lock);
+    place();
+    const left = underWay.get(keys.lock)! - 1;
+    if (left > 0) underWay.set(keys.lock, left);
+    else underWay.delete(keys.lock);
     if (entered) {
       waiters.delete(waiter);
       heartbeat?.delete(hold.owner);

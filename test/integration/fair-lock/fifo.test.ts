@@ -24,6 +24,22 @@ describe('LockClient#fairLock', (it) => {
     assert.equal(await keysLeft(s.f.admin, name), []);
   });
 
+  it('serves acquires of one client started together in the order they started, in one join and one try', async () => {
+    const name = uniqueName('fair');
+    const held = await s.other.fairLock(name).acquire();
+    const fresh = s.f.client();
+    const before = await commandStats(s.f.admin);
+    const order: number[] = [];
+    // The first tries (the client is not listening yet); the others subscribe and join behind it.
+    const waits = [0, 1, 2, 3].map((i) => fresh.fairLock(name).acquire({ waitMs: 5_000 }).then((lease) => (order.push(i), lease)));
+    await queued(s.f.admin, name, 4);
+    const after = await commandStats(s.f.admin);
+    assert.is((after.evalsha ?? 0) - (before.evalsha ?? 0), 2, 'one try, then one join for all four');
+    await held.release();
+    for (const wait of waits) await (await within(wait, 2_000, 'a waiter')).release();
+    assert.equal(order, [0, 1, 2, 3]);
+  });
+
   it('serves waiters of four clients in the order they started waiting', async () => {
     const name = uniqueName('fair');
     const clients = [s.client, s.other, s.f.client(), s.f.client()];
