@@ -1,4 +1,5 @@
-// The waiters of one client that are ready to join a lock's queue in the same turn of the event loop
+// The waiters of one client that are ready to join a lock's queue in the same tick (one drain of the
+// microtask queue)
 // join with one script call, in the order they asked (a herd of waiters in one process costs one
 // join, not one each).
 import type { AcquireOutcome, FairLockCommands } from './commands.ts';
@@ -26,7 +27,7 @@ export class Joins {
     if (!batch) {
       const created: Pending[] = (batch = []);
       this.#batches.set(id, created);
-      setImmediate(() => {
+      process.nextTick(() => {
         this.#batches.delete(id);
         this.#commands.acquire(
           keys,
