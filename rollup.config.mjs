@@ -30,4 +30,32 @@ export default [
       { file: 'dist/index.d.cts', format: 'es' },
     ],
   },
+  // relock/testing (src/testing/): its own bundles, sharing no chunk with the main entry.
+  {
+    input: 'src/testing/index.ts',
+    external: isExternal,
+    plugins: [esbuild({ target: 'node20', tsconfig: 'tsconfig.json' })],
+    output: [
+      { file: 'dist/testing.mjs', format: 'es' },
+      { file: 'dist/testing.cjs', format: 'cjs', exports: 'named', interop: 'auto' },
+    ],
+  },
+  {
+    input: 'src/testing/index.ts',
+    external: isExternal,
+    plugins: [dts({ tsconfig: 'tsconfig.json' })],
+    output: [
+      { file: 'dist/testing.d.mts', format: 'es' },
+      { file: 'dist/testing.d.cts', format: 'es' },
+    ],
+  },
+  // The `relock` command (package.json "bin"): one ES module with a shebang, carrying its own copy
+  // of the library (no chunk shared with dist/index.mjs).
+  {
+    input: 'src/cli/main.ts',
+    external: isExternal,
+    plugins: [esbuild({ target: 'node20', tsconfig: 'tsconfig.json' })],
+    // With a source map: its tests run the built command, and c8 maps their coverage back to src/cli/.
+    output: { file: 'dist/cli.mjs', format: 'es', banner: '#!/usr/bin/env node', sourcemap: true },
+  },
 ];

@@ -1,12 +1,14 @@
 // Checks the package as a user installs it: packs it into a temporary directory (so a tarball in
 // the working tree is never written, overwritten or deleted), checks that every relative link of
-// the README points at a file inside the tarball, then runs attw and publint on that same tarball.
+// the README and the docs resolves in the repository and inside the tarball (check-links.mjs), then
+// runs attw and publint on that same tarball.
 // Run by `npm run check:package`, after the build.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkLinks } from './check-links.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -32,15 +34,13 @@ try {
     : execFileSync('npm', packArgs, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], shell: process.platform === 'win32' });
   const [packed] = JSON.parse(json.toString());
   const tarball = join(dir, packed.filename);
-  const files = new Set(packed.files.map((file) => file.path));
   console.log(`packed ${packed.filename}: ${packed.files.length} files, ${packed.size} bytes (into a temporary directory)`);
 
-  // The README is the package's front page on npm and in node_modules: its links must resolve there.
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const targets = [...readme.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)].map((match) => match[1]).filter((target) => !/^[a-z]+:/i.test(target));
-  const missing = targets.filter((target) => !files.has(target.replace(/^\.\//, '')));
-  if (missing.length > 0) throw new Error(`README links to files the package does not ship: ${missing.join(', ')} (add them to "files" in package.json)`);
-  console.log(`README links: ${targets.length}, all shipped`);
+  // The README is the package's front page on npm and in node_modules: its links, and those of the
+  // pages it leads to, must resolve there as in the repository (scripts/check-links.mjs).
+  if (![checkLinks(), checkLinks(tarball)].every(Boolean)) {
+    throw new Error('Broken links (listed above): fix them, or add what they link to to "files" in package.json');
+  }
 
   // attw colours its table even into a pipe: only a terminal gets colours.
   run(bin('@arethetypeswrong/cli', 'attw'), [tarball, '--profile', 'node16', ...(process.stdout.isTTY ? [] : ['--no-color'])]);

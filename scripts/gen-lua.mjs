@@ -21,13 +21,14 @@ const luaDir = join(root, 'lua');
  */
 export function expandLua(primitive, source, file = '<source>') {
   return source.replace(/^[ \t]*--[ \t]*@include\b.*\n?/gm, (line) => {
-    const match = /^-- @include ([a-z][a-z0-9-]*)\n?$/.exec(line);
+    const match = /^-- @include ((?:shared\/)?[a-z][a-z0-9-]*)\n?$/.exec(line);
     const where = `lua/${primitive}/${file}`;
     if (!match) throw new Error(`${where}: malformed include line ${JSON.stringify(line.trimEnd())}: expected "-- @include <name>" alone on its line`);
-    const path = join(luaDir, primitive, `${match[1]}.lua.inc`);
-    if (!existsSync(path)) throw new Error(`${where}: unknown include "${match[1]}": there is no lua/${primitive}/${match[1]}.lua.inc`);
+    const include = match[1].startsWith('shared/') ? match[1] : `${primitive}/${match[1]}`;
+    const path = join(luaDir, `${include}.lua.inc`);
+    if (!existsSync(path)) throw new Error(`${where}: unknown include "${match[1]}": there is no lua/${include}.lua.inc`);
     const body = readFileSync(path, 'utf8').replace(/^--\[\[[\s\S]*?\]\]\n/, '');
-    if (/^[ \t]*--[ \t]*@include\b/m.test(body)) throw new Error(`lua/${primitive}/${match[1]}.lua.inc: includes do not nest`);
+    if (/^[ \t]*--[ \t]*@include\b/m.test(body)) throw new Error(`lua/${include}.lua.inc: includes do not nest`);
     return body;
   });
 }
@@ -37,7 +38,8 @@ function generate() {
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
 
-  for (const primitive of readdirSync(luaDir).sort()) {
+  // lua/shared/ holds includes only: it is no primitive.
+  for (const primitive of readdirSync(luaDir).filter((dir) => dir !== 'shared').sort()) {
     const dir = join(luaDir, primitive);
     const entries = readdirSync(dir)
       .filter((file) => file.endsWith('.lua'))

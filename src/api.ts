@@ -72,3 +72,80 @@ export interface Lock {
   /** Deletes the lock whoever holds it and wakes its waiters; true if it was locked. */
   forceUnlock(): Promise<boolean>;
 }
+
+/**
+ * A distributed counting semaphore: at most `permits` permits held at once across every client of
+ * one name. Each acquire is its own lease holding its permits (1 by default) until released, kept
+ * alive by the watchdog or ended by a fixed `leaseMs`: a crashed holder's permits come back when its
+ * lease ends. Not reentrant: every acquire is a new lease (`holdCount` 1), even inside another's
+ * context. Cheap to create (no I/O); get one from `client.semaphore(name, { permits })`.
+ *
+ * @example
+ * ```ts
+ * const renderers = client.semaphore('pdf-renderer', { permits: 3 });
+ * await renderers.runExclusive(() => render(doc)); // at most 3 at once, over every process
+ * await using big = await renderers.acquire({ permits: 2, waitMs: 10_000 });
+ * ```
+ */
+export interface Semaphore {
+  /** The semaphore's name. */
+  readonly name: string;
+  /** The limit every user of this name passes: how many permits may be held at once. */
+  readonly permits: number;
+  /**
+   * Waits until `permits` (default 1) are free, for at most `waitMs`, and returns the lease holding
+   * them. Queued locally in arrival order: a release of k permits wakes as many waiters as fit in k.
+   * @throws {LockTimeoutError} when `waitMs` elapsed first.
+   * @throws {LockError} `ERR_LOCK_PERMITS_MISMATCH` when leases held under another limit exist;
+   *   `ERR_LOCK_UNREACHABLE` when Redis could not be reached.
+   * @throws {TypeError | RangeError} for bad options (`permits` above the limit), before any I/O.
+   */
+  acquire(options?: AcquireOptions & { permits?: number }): Promise<Lease>;
+  /** Tries once: the lease, or null when too few permits are free. */
+  tryAcquire(options?: { leaseMs?: number; permits?: number }): Promise<Lease | null>;
+  /**
+   * Acquires, runs `fn(lease)`, and releases, whatever `fn` does.
+   * @throws {LockLostError} when the lease was lost while `fn` ran (its result is then discarded).
+   */
+  runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions & { permits?: number }): Promise<T>;
+  /**
+   * How many permits are free now: the limit less the permits of live leases (a lease past its end
+   * counts as free). A snapshot: another client may take them a moment later.
+   * @throws {LockError} `ERR_LOCK_PERMITS_MISMATCH` when leases held under another limit exist.
+   */
+  availablePermits(): Promise<number>;
+}
+
+/**
+ * A distributed read-write lock: many readers or one writer. Each side is a `Lock` of its own,
+ * reentrant per async context. The writer's context may also take the read lock (downgrade); a
+ * reader's context asking for the write lock is refused at once with `LockError` code
+ * `ERR_LOCK_UPGRADE`. Each reader's hold has its own lease. Writer-preferring: a waiting writer
+ * keeps new readers out, and a write release lets the readers waiting then in before the next
+ * writer (docs/read-write-lock.md). Cheap to create (no I/O); get one from
+ * `client.readWriteLock(name)`.
+ *
+ * @example
+ * ```ts
+ * const prices = client.readWriteLock('prices');
+ * const price = await prices.readLock().runExclusive(() => cache.get(sku)); // readers share
+ * await prices.writeLock().runExclusive(async (lease) => db.write(sku, next, lease.fencingToken));
+ * ```
+ */
+export interface ReadWriteLock {
+  /** The lock's name (both sides report it). */
+  readonly name: string;
+  /**
+   * The read side: held by any number of readers at once while no writer holds the write side.
+   * `isLocked()` tells whether some read hold exists; `forceUnlock()` removes the read holds only.
+   */
+  readLock(): Lock;
+  /**
+   * The write side: exclusive of every other hold but the downgraded read holds of its own context.
+   * `isLocked()` tells whether a write hold exists; `forceUnlock()` removes the write hold only.
+   * Fencing tokens strictly increase across write holds.
+   * @throws {LockError} `ERR_LOCK_UPGRADE` (from `acquire()`, `tryAcquire()` and `runExclusive()`)
+   *   when the current context holds the read lock and not the write lock.
+   */
+  writeLock(): Lock;
+}

@@ -1,44 +1,25 @@
 // LockClient: owns the connections it made and the Runtime; the factories of every lock kind.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { Redis, type RedisOptions } from 'ioredis';
-import type { Lock } from './api.ts';
+import { Redis } from 'ioredis';
+import type { Lock, ReadWriteLock, Semaphore } from './api.ts';
+import { closeConnection, openConnection, SUBSCRIBER_OPTIONS } from './connections.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { FairLockImpl } from './fair-lock/fair-lock.ts';
 import { createFairShared, type FairShared } from './fair-lock/shared.ts';
 import { LockCommands } from './lock/commands.ts';
 import { LockImpl, type LockShared } from './lock/lock.ts';
-import type { LockClientOptions, RedisClient } from './options.ts';
+import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
+import type { LockClientOptions, RedisClient, SemaphoreOptions } from './options.ts';
 import { Runtime } from './runtime/runtime.ts';
 import { watchConnection } from './runtime/script.ts';
-import { checkMs, checkName, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
-
-/**
- * Fail-fast defaults of the connections relock makes itself (the user's options win, but for
- * `enableOfflineQueue`: relock's own connections always queue while connecting, so the first
- * acquire need not wait for 'ready'): a command issued while Redis is unreachable fails after two
- * reconnection attempts (about 0.3 s when the port refuses), and no command waits more than 5 s for
- * an answer (a partition, a frozen server), instead of ioredis's 20 retries and no time limit.
- */
-export const CONNECTION_DEFAULTS = Object.freeze({
-  maxRetriesPerRequest: 2,
-  connectTimeout: 2_000,
-  commandTimeout: 5_000,
-  retryStrategy: (times: number) => Math.min(times * 100, 1_000),
-}) satisfies RedisOptions;
-
-/**
- * What relock's subscriber needs whatever the user's options say: it connects at the first wait,
- * queues SUBSCRIBE until connected, resubscribes itself and reconnects.
- */
-const SUBSCRIBER_OPTIONS = {
-  lazyConnect: true,
-  autoResubscribe: false,
-  enableOfflineQueue: true,
-  maxRetriesPerRequest: CONNECTION_DEFAULTS.maxRetriesPerRequest,
-  retryStrategy: CONNECTION_DEFAULTS.retryStrategy,
-  commandTimeout: undefined,
-} satisfies RedisOptions;
+import { createSemaphoreShared, SemaphoreImpl, type SemaphoreShared } from './semaphore/semaphore.ts';
+import { ReadWriteLockImpl } from './rw-lock/rw-lock.ts';
+import { createRwShared, type RwShared } from './rw-lock/shared.ts';
+import { RedlockImpl, type RedlockShared } from './redlock/lock.ts';
+import { checkServers } from './redlock/servers.ts';
+import { createRedlock } from './redlock/setup.ts';
+import { checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
  * The events of a LockClient.
@@ -82,8 +63,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   readonly #redis: RedisClient;
   readonly #owned: boolean;
   readonly #runtime: Runtime;
-  readonly #lock: LockShared;
+  readonly #lock: LockShared | undefined;
+  /** Set on a Redlock client (`redis` given as an array of masters). */
+  readonly #redlock: RedlockShared | undefined = undefined;
+  /** Every command connection this client made (several on a Redlock client). */
+  readonly #made: readonly RedisClient[] = [];
   #fair: FairShared | undefined;
+  #semaphore: SemaphoreShared | undefined;
+  #rw: RwShared | undefined;
   #closing: Promise<void> | undefined;
 
   /**
@@ -91,19 +78,42 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   constructor(options?: LockClientOptions) {
     super();
-    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'leaseMs', 'fenceTtlMs']);
-    const redis = checkRedis(o.redis);
+    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'leaseMs', 'fenceTtlMs', 'replicas', 'replicaTimeoutMs']);
+    const servers = Array.isArray(o.redis) ? checkServers(o.redis) : undefined;
+    const redis = servers ? undefined : checkRedis(o.redis);
     this.prefix = checkPrefix(o.prefix);
     this.leaseMs = checkMs('leaseMs', o.leaseMs, MIN_WATCHDOG_LEASE_MS) ?? DEFAULTS.leaseMs;
     // Not a timer: a fence key may outlive its last acquisition by up to a year.
     const fenceTtlMs = checkMs('fenceTtlMs', o.fenceTtlMs, 1, 366 * 24 * 3_600_000) ?? DEFAULTS.fenceTtlMs;
+    const replicas = checkReplicas(o.replicas);
+    const replicaTimeoutMs = checkMs('replicaTimeoutMs', o.replicaTimeoutMs, 1, 60_000);
+    if (servers && replicas > 0) throw new TypeError('Expected `replicas` only with one Redis server or a Cluster: a Redlock client (redis given as an array) has no replica sync');
 
+    if (servers) {
+      // Redlock: one lock over several independent masters (src/redlock/, docs/redlock.md).
+      const redlock = createRedlock({
+        servers,
+        clientId: this.id,
+        leaseMs: this.leaseMs,
+        fenceTtlMs,
+        events: this as EventEmitter,
+        connect: ({ given }) =>
+          isRedisClient(given)
+            ? given
+            : this.#own(openConnection(given)),
+        subscriber: (connection) => this.#own(connection.duplicate(SUBSCRIBER_OPTIONS) as RedisClient),
+      });
+      this.#owned = !isRedisClient(servers[0]!.given);
+      this.#redis = redlock.connections[0]!;
+      this.#made = this.#owned ? redlock.connections : [];
+      this.#runtime = redlock.runtime;
+      this.#redlock = redlock.shared;
+      this.#lock = undefined;
+      return;
+    }
     this.#owned = !isRedisClient(redis);
-    this.#redis = isRedisClient(redis)
-      ? redis
-      : this.#own(
-          (typeof redis === 'string' ? new Redis(redis, CONNECTION_DEFAULTS) : new Redis({ ...CONNECTION_DEFAULTS, ...redis, enableOfflineQueue: true } as never)) as unknown as RedisClient,
-        );
+    this.#redis = isRedisClient(redis) ? redis : this.#own(openConnection(redis!));
+    if (this.#owned) this.#made = [this.#redis];
     const source = this.#redis;
     this.#runtime = new Runtime({
       clientId: this.id,
@@ -118,13 +128,19 @@ export class LockClient extends EventEmitter<LockClientEvents> {
               source.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS } })
             : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
         ),
+      // Sharded pub/sub: a connection per master, the user's redisOptions (auth, TLS) under relock's.
+      // No reconnection of its own: the subscriber follows the slot to wherever it is served now.
+      connectNode: (host, port) =>
+        this.#own(new Redis({ ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS, lazyConnect: false, retryStrategy: () => null, host, port } as never) as unknown as RedisClient),
+      replicas,
+      replicaTimeoutMs,
     });
     const commands = new LockCommands(this.#runtime.runner, this.#runtime.publish);
     this.#lock = {
       runtime: this.#runtime,
       commands,
-      // A Cluster cannot run one script over keys of several slots: renew one lock per call there.
-      renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: this.#runtime.cluster ? 1 : 500 },
+      // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
+      renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 },
     };
   }
 
@@ -144,7 +160,17 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * @throws {TypeError | RangeError} for a bad name.
    */
   lock(name: string): Lock {
-    return new LockImpl(this.#lock, this.prefix, checkName(name));
+    if (this.#redlock) return new RedlockImpl(this.#redlock, this.prefix, checkName(name));
+    return new LockImpl(this.#lock!, this.prefix, checkName(name));
+  }
+
+  /** Refuses a lock kind that has no quorum version on a Redlock client (ERR_LOCK_UNSUPPORTED). */
+  #singleServer(what: string, name?: string): void {
+    if (!this.#redlock) return;
+    throw new LockError(`${what} is not supported on a Redlock client (redis given as an array of masters): only client.lock() is a quorum lock; see docs/redlock.md`, {
+      lockName: name,
+      code: 'ERR_LOCK_UNSUPPORTED',
+    });
   }
 
   /**
@@ -156,8 +182,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * the two never exclude each other. Cheap: no I/O.
    * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
    * @throws {TypeError | RangeError} for a bad name.
-   * @throws {LockError} on a Redis Cluster: a grant needs sharded pub/sub (PUBLISH counts only the
-   *   receivers of one node), which relock does not use yet.
+   * On a Redis Cluster it needs sharded pub/sub (Redis 7 or later): on an older Cluster its acquires
+   * reject with `ERR_LOCK_UNSUPPORTED` (PUBLISH counts the receivers of one node only).
    * @example
    * ```ts
    * const queue = client.fairLock('printer');
@@ -166,13 +192,72 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   fairLock(name: string): Lock {
     const checked = checkName(name);
-    if (this.#runtime.cluster) {
-      throw new LockError('client.fairLock() does not run on a Redis Cluster yet: its grants need sharded pub/sub (SPUBLISH), which relock does not use yet', {
-        lockName: checked,
-      });
-    }
+    this.#singleServer('client.fairLock()', checked);
     this.#fair ??= createFairShared(this.#runtime);
     return new FairLockImpl(this.#fair, this.prefix, checked);
+  }
+
+  /**
+   * One `Lock` over several locks of this client (`lock()`, `fairLock()`, a read-write lock's sides): `acquire` takes all
+   * or none, one by one in the order of their keys (the same in every process, so two multi-locks over
+   * shared members never deadlock), within one `waitMs` for the whole, and gives back what it took
+   * when it fails, times out or is aborted. Its lease's `signal` aborts when any member is lost; its
+   * `release` frees every member. Its name joins the members' names with commas. Cheap: no I/O. See
+   * docs/multi-lock.md.
+   * @param locks at least one lock of this client, each once
+   * @throws {TypeError} when a member is not a lock of this client; {RangeError} when `locks` is
+   *   empty, holds a lock twice, or both sides of one read-write lock.
+   * @example
+   * ```ts
+   * const both = client.multiLock([client.lock('account:1'), client.lock('account:2')]);
+   * await both.runExclusive(() => transfer(1, 2, 100));
+   * ```
+   */
+  multiLock(locks: readonly Lock[]): MultiLock {
+    return new MultiLockImpl(this.#runtime, locks);
+  }
+
+  /**
+   * A counting semaphore by name: at most `permits` held at once over every client of the name, each
+   * lease holding its permits until released (kept alive by the watchdog, or a fixed `leaseMs`). Not
+   * reentrant. Its keys are apart from `lock(name)`'s. Cheap: no I/O. See docs/semaphore.md.
+   * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
+   * @param options `permits`: the limit, a whole number from 1, the same for every user of the name
+   * @throws {TypeError | RangeError} for a bad name or `permits`.
+   * @example
+   * ```ts
+   * const renderers = client.semaphore('pdf-renderer', { permits: 3 });
+   * await renderers.runExclusive(() => render(doc));
+   * ```
+   */
+  semaphore(name: string, options: SemaphoreOptions): Semaphore {
+    const checked = checkName(name);
+    this.#singleServer('client.semaphore()', checked);
+    this.#semaphore ??= createSemaphoreShared(this.#runtime);
+    return new SemaphoreImpl(this.#semaphore, this.prefix, checked, options);
+  }
+
+  /**
+   * A read-write lock by name: `readLock()` is shared by any number of readers, `writeLock()`
+   * excludes every other hold; both sides are reentrant per async context, the writer's context may
+   * take the read lock (downgrade), and a reader's context asking for the write lock is refused at
+   * once (`ERR_LOCK_UPGRADE`). Each reader's hold has its own lease. Writer-preferring, with a read
+   * batch after each write release (see docs/read-write-lock.md). Its keys are apart from
+   * `lock(name)`'s. Cheap: no I/O.
+   * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
+   * @throws {TypeError | RangeError} for a bad name.
+   * @example
+   * ```ts
+   * const config = client.readWriteLock('config');
+   * const value = await config.readLock().runExclusive(() => load());
+   * await config.writeLock().runExclusive(() => save(next));
+   * ```
+   */
+  readWriteLock(name: string): ReadWriteLock {
+    const checked = checkName(name);
+    this.#singleServer('client.readWriteLock()', checked);
+    this.#rw ??= createRwShared(this.#runtime);
+    return new ReadWriteLockImpl(this.#rw, this.prefix, checked);
   }
 
   /** How many acquires of this client are waiting now (for monitoring). */
@@ -198,14 +283,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async #close(): Promise<void> {
     this.#runtime.close(closedError(), new LockLostError('The LockClient was closed: its leases are no longer renewed'));
     if (!this.#owned) return;
-    // QUIT lets replies in flight arrive, but waits forever on a Redis that is gone (it sits in the
-    // offline queue): only a ready connection gets it, for a second at most.
-    if (this.#redis.status === 'ready') {
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise((resolve) => (timer = setTimeout(resolve, 1_000)));
-      await Promise.race([this.#redis.quit().catch(() => undefined), bound]);
-      clearTimeout(timer);
-    }
-    this.#redis.disconnect();
+    await Promise.all(this.#made.map(closeConnection));
   }
 }

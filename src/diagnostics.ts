@@ -21,6 +21,7 @@ export type LockKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'sema
 export interface AcquireTraceContext {
   /** The lock's name (a multi-lock's joined name). */
   readonly name: string;
+  /** Which kind of lock: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `multi-lock`. */
   readonly kind: LockKind;
   /** The `LockClient#id` of the client that acquires or releases. */
   readonly clientId: string;
@@ -39,7 +40,9 @@ export interface AcquireTraceContext {
  * ```
  */
 export interface LostMessage {
+  /** The `LockClient#id` of the client whose hold was lost. */
   readonly clientId: string;
+  /** The lock's name. */
   readonly name: string;
   /** Why: the `LockLostError` that `lease.signal` aborts with. */
   readonly error: Error;
@@ -54,6 +57,7 @@ export interface LostMessage {
  * ```
  */
 export interface RenewMessage {
+  /** The `LockClient#id` of the client that renewed. */
   readonly clientId: string;
   /** The names of the holds this batch renewed. */
   readonly names: readonly string[];
@@ -68,7 +72,9 @@ export interface RenewMessage {
  * ```
  */
 export interface WakeMessage {
+  /** The `LockClient#id` of the client whose waiter was woken. */
   readonly clientId: string;
+  /** The lock's name. */
   readonly name: string;
 }
 

@@ -31,7 +31,17 @@ export type LockErrorCode =
   /** A warning: Redis's `maxmemory-policy` may evict lock keys. */
   | 'ERR_LOCK_EVICTION_POLICY'
   /** A warning: an acquire has waited longer than a lease for a lock that its own client holds (`await using` outside the holder's context). */
-  | 'ERR_LOCK_SELF_WAIT';
+  | 'ERR_LOCK_SELF_WAIT'
+  /** Redlock: too few masters answered for a majority; the message names each unreachable server (host:port) and its error. */
+  | 'ERR_LOCK_NO_QUORUM'
+  /** The client's setup cannot offer this lock kind (e.g. `fairLock()` on a Redlock client of several masters). */
+  | 'ERR_LOCK_UNSUPPORTED'
+  /** A semaphore acquire or `availablePermits()` found leases held under another limit: every user of a name must pass the same `permits`. */
+  | 'ERR_LOCK_PERMITS_MISMATCH'
+  /** A context that holds a read lock asked for the write lock of the same read-write lock: refused at once (an upgrade could deadlock). */
+  | 'ERR_LOCK_UPGRADE'
+  /** An acquire with `replicas` set took the lock, but fewer replicas acknowledged it (WAIT) within `replicaTimeoutMs`: the lock was given back. */
+  | 'ERR_LOCK_REPLICATION';
 
 /** What every relock error's constructor takes besides the message. */
 export interface LockErrorOptions {

@@ -80,8 +80,14 @@ export class LeaseImpl implements Lease {
   }
 }
 
+/** What runExclusive needs of a lease: a LeaseImpl, or a lease over several (a multi-lock's). */
+export interface ExclusiveLease extends Lease {
+  readonly released: boolean;
+  readonly lost: LockLostError | undefined;
+}
+
 /** Runs `fn` in the lease's context and releases it; shared by every lock kind. */
-export async function runExclusive<T>(lease: LeaseImpl, fn: (lease: Lease) => T | Promise<T>): Promise<T> {
+export async function runExclusive<T, L extends ExclusiveLease>(lease: L, fn: (lease: L) => T | Promise<T>): Promise<T> {
   let result: T;
   try {
     result = await lease.run(() => fn(lease));

@@ -16,6 +16,21 @@ export interface LockReads<K> {
   forceRelease(keys: K): Promise<boolean>;
 }
 
+/** Who made a lock and which key it guards: a multi-lock checks and orders its members by it. */
+export interface LockIdentity {
+  readonly runtime: Runtime;
+  /** The key that scopes its reentrancy (one per lock), also the multi-lock's sort key. */
+  readonly key: string;
+  readonly kind: LockKind;
+}
+
+const identities = new WeakMap<object, LockIdentity>();
+
+/** The identity of a lock made by a LockClient's factory, or undefined for anything else. */
+export function lockIdentity(lock: unknown): LockIdentity | undefined {
+  return typeof lock === 'object' && lock !== null ? identities.get(lock) : undefined;
+}
+
 export abstract class LockBase<K extends { readonly lock: string }> implements Lock {
   readonly name: string;
   readonly #runtime: Runtime;
@@ -29,6 +44,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     this.#kind = kind;
     this.#keys = keys;
     this.#reads = reads;
+    identities.set(this, { runtime, key: keys.lock, kind });
   }
 
   /** Takes the lock for a fresh hold (not a re-entry) once the arguments are checked. */

@@ -56,9 +56,12 @@ export interface LockClientOptions {
    * Where Redis is: a URL (`redis://`, `rediss://`), ioredis options, or an ioredis `Redis` /
    * `Cluster` you own (relock duplicates it once for its subscriber and never closes it).
    * A client or options with ioredis `keyPrefix` are refused: use `prefix`.
+   *
+   * An array of 3 or more independent servers (all URLs/options, or all ioredis `Redis` clients)
+   * makes a Redlock client: `lock()` takes a majority of them (see docs/redlock.md).
    * @default 'redis://127.0.0.1:6379'
    */
-  redis?: string | RedisClient | RedisConnectionOptions | undefined;
+  redis?: string | RedisClient | RedisConnectionOptions | readonly (string | RedisClient | RedisConnectionOptions)[] | undefined;
   /**
    * Namespace of every key and channel relock writes: `<prefix>:{<name>}`.
    * @default 'relock'
@@ -77,6 +80,22 @@ export interface LockClientOptions {
    * @default 3600000 (one hour)
    */
   fenceTtlMs?: number | undefined;
+  /**
+   * Replica sync (opt-in): after each first acquisition, wait (Redis `WAIT`) until this many replicas
+   * of the master that took it acknowledged it, so that a failover right after the acquire does not
+   * hand the lock out a second time. When fewer acknowledge within `replicaTimeoutMs`, the lock is
+   * given back and the acquire rejects with `ERR_LOCK_REPLICATION`. Costs a `WAIT` round trip per
+   * first acquisition, during which the connection to that master answers nothing else. `WAIT` is not
+   * consensus: see docs/cluster.md for what it does and does not cover.
+   * @default 0 (no WAIT)
+   */
+  replicas?: number | undefined;
+  /**
+   * How long, in milliseconds, an acquire with `replicas` set waits for the replicas' acknowledgements.
+   * Keep it below the connection's `commandTimeout` (5 s on connections relock makes).
+   * @default 1000
+   */
+  replicaTimeoutMs?: number | undefined;
 }
 
 /**
@@ -115,4 +134,21 @@ export interface AcquireOptions {
 export interface TryAcquireOptions {
   /** A fixed lease in milliseconds; omitted, the watchdog keeps the hold alive. @default undefined */
   leaseMs?: number | undefined;
+}
+
+/**
+ * Options of `client.semaphore(name, options)`. Unknown keys are refused with a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * const pool = client.semaphore('pdf-renderer', { permits: 3 }); // at most 3 renders at once
+ * ```
+ */
+export interface SemaphoreOptions {
+  /**
+   * The limit: how many permits may be held at once, over every client of this name. A whole number
+   * from 1; every user of one name must pass the same (while a lease is held, an acquire with another
+   * limit rejects with `ERR_LOCK_PERMITS_MISMATCH`).
+   */
+  permits: number;
 }

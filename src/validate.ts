@@ -76,6 +76,23 @@ export function checkWaitMs(value: unknown): number {
   return value;
 }
 
+/** A number of permits (a semaphore's limit, or what one acquire takes): a whole number from 1 to `max`. */
+export function checkPermits(value: unknown, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number') expected('permits', 'a whole number of permits', value, TypeError);
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) {
+    expected('permits', `a whole number from 1 to ${max}${max === Number.MAX_SAFE_INTEGER ? '' : " (the semaphore's limit)"}`, value, RangeError);
+  }
+  return value;
+}
+
+/** `replicas`: how many replicas must acknowledge a first acquisition, a whole number from 0 to 100. */
+export function checkReplicas(value: unknown): number {
+  if (value === undefined) return 0;
+  if (typeof value !== 'number') expected('replicas', 'a whole number of replicas', value, TypeError);
+  if (!Number.isInteger(value) || value < 0 || value > 100) expected('replicas', 'a whole number from 0 to 100', value, RangeError);
+  return value;
+}
+
 export function checkSignal(value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined;
   if (!(value instanceof AbortSignal)) expected('signal', 'an AbortSignal', value, TypeError);

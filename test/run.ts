@@ -3,11 +3,13 @@
 //
 // The suites wait on Redis, child processes and timers far more than they compute, so the files are
 // shared among RELOCK_TEST_JOBS worker processes (default 3) that each take the next file when done
-// with one; a worker's output is printed whole per file, never interleaved. The fault scenarios run
-// in one worker, one after another, as they would alone: their closing total reads every scenario's
-// result from the process they ran in. c8 follows the workers (NODE_V8_COVERAGE is inherited).
+// with one; a worker's output is printed whole per file, never interleaved. At most
+// RELOCK_FAULT_JOBS (default 2) fault scenario files run at once, so that their timing bounds hold on
+// 2 cores; they append their results to one file, and the closing total (faults/zz-total.test.ts)
+// runs last, alone, over all of them. c8 follows the workers (NODE_V8_COVERAGE is inherited).
 import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -16,6 +18,8 @@ const END = '\u0000relock:unit-end\n';
 
 /** The files of one unit run in one worker, in order. */
 type Unit = readonly string[];
+const isFault = (unit: Unit) => unit.some((file) => file.includes(`${join('test', 'faults')}/`) || file.startsWith(join(root, 'faults')));
+const isTotal = (unit: Unit) => unit.some((file) => file.endsWith('zz-total.test.ts'));
 type FromWorker = { passed: number; failed: number };
 
 function files(dir: string): string[] {
@@ -33,8 +37,7 @@ function units(groups: readonly string[]): Unit[] {
   return groups.flatMap((group): Unit[] => {
     if (group === 'faults-short' || group === 'faults') {
       process.env.RELOCK_FAULTS = group === 'faults' ? 'full' : (process.env.RELOCK_FAULTS ?? 'short');
-      const all = files(join(root, 'faults'));
-      return all.length > 0 ? [all] : [];
+      return files(join(root, 'faults')).map((file) => [file]);
     }
     // A single file runs too: node --import tsx test/run.ts integration/lock.test.ts
     if (group.endsWith('.test.ts')) return [[join(root, group)]];
@@ -47,26 +50,52 @@ else await main();
 
 async function main(): Promise<void> {
   const groups = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['unit', 'contract', 'integration', 'faults-short'];
-  // The longest first (the fault scenarios), so the others fill the remaining workers around it.
-  const queue = units(groups).sort((a, b) => b.length - a.length);
+  const all = units(groups);
+  // The fault scenarios first (the longest), so the other files fill the workers around them.
+  const queue = [...all.filter((u) => isFault(u) && !isTotal(u)), ...all.filter((u) => !isFault(u))];
+  const last = all.filter(isTotal);
   const jobs = Math.max(1, Math.min(Number(process.env.RELOCK_TEST_JOBS ?? 3) || 1, queue.length));
+  const scheduler: Scheduler = { queue, faultsRunning: 0, faultJobs: Math.max(1, Number(process.env.RELOCK_FAULT_JOBS ?? 2) || 1) };
+  const dir = mkdtempSync(join(tmpdir(), 'relock-test-'));
+  const env = { ...process.env, RELOCK_TEST_WORKER: '1', RELOCK_FAULTS_RESULTS: join(dir, 'faults.jsonl') };
   let passed = 0;
   let failed = 0;
-  await Promise.all(
-    Array.from({ length: jobs }, () => {
-      const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, RELOCK_TEST_WORKER: '1' }, stdio: ['inherit', 'pipe', 'pipe', 'ipc'] });
-      return drive(child, queue).then((result) => {
-        passed += result.passed;
-        failed += result.failed;
-      });
-    }),
-  );
+  const run = (lanes: number, from: Scheduler) =>
+    Promise.all(
+      Array.from({ length: lanes }, () =>
+        drive(fork(fileURLToPath(import.meta.url), [], { env, stdio: ['inherit', 'pipe', 'pipe', 'ipc'] }), from).then((result) => {
+          passed += result.passed;
+          failed += result.failed;
+        }),
+      ),
+    );
+  try {
+    await run(jobs, scheduler);
+    if (last.length > 0) await run(1, { queue: last, faultsRunning: 0, faultJobs: 1 });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   console.log(`tests: ${passed} passed, ${failed} failed`);
   if (failed > 0 || passed === 0) process.exitCode = 1;
 }
 
-/** Feeds `child` units from `queue` until it is empty; prints its output a unit at a time. */
-function drive(child: ChildProcess, queue: Unit[]): Promise<FromWorker> {
+interface Scheduler {
+  readonly queue: Unit[];
+  faultsRunning: number;
+  readonly faultJobs: number;
+}
+
+/** The next unit a free worker may take: a fault file only while fewer than faultJobs run. */
+function take(s: Scheduler): Unit | undefined {
+  const index = s.queue.findIndex((unit) => !isFault(unit) || s.faultsRunning < s.faultJobs);
+  if (index < 0) return undefined;
+  const [unit] = s.queue.splice(index, 1);
+  if (isFault(unit!)) s.faultsRunning++;
+  return unit;
+}
+
+/** Feeds `child` units from the scheduler until none is left for it; prints its output a unit at a time. */
+function drive(child: ChildProcess, scheduler: Scheduler): Promise<FromWorker> {
   let out = '';
   let current: Unit | undefined;
   const flush = (text: string) => text && process.stdout.write(text);
@@ -79,7 +108,8 @@ function drive(child: ChildProcess, queue: Unit[]): Promise<FromWorker> {
   });
   child.stderr!.on('data', (data: Buffer) => (out += data.toString()));
   const next = () => {
-    current = queue.shift();
+    if (current && isFault(current)) scheduler.faultsRunning--;
+    current = take(scheduler);
     if (current) child.send(current);
     else child.send('exit');
   };
@@ -115,9 +145,10 @@ async function worker(): Promise<void> {
   const { counts } = await import('./helpers/describe.ts');
   process.on('message', async (unit: Unit | 'exit') => {
     if (unit === 'exit') {
-      // Sockets and servers of a failed test must not keep the worker alive.
-      setTimeout(() => process.exit(0), 200).unref();
-      return process.disconnect();
+      // Sockets and servers of a failed test must not keep the worker alive ('exit' hooks stop the
+      // redis-servers the tests started).
+      process.stdout.write('', () => process.exit(0));
+      return;
     }
     g.UVU_QUEUE = [];
     let index = 0;

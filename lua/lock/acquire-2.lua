@@ -24,6 +24,9 @@
 local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3]
 local rcall = redis.call
+local time
+
+-- @include shared/fence
 
 -- PTTL answers both questions a first attempt needs: is it locked (-2: no), and for how long. The
 -- owner field is new, so a lock that exists is someone else's (the caller cleans up after an
@@ -37,28 +40,11 @@ if pttl ~= -2 then
   return -2 - pttl
 end
 
--- Read and check the fence before any write: a script that fails half-way is not rolled back. Only
--- digits pass (tonumber would take "9e15", which INCR then refuses after the writes).
-local raw = rcall('GET', fenceKey) or '0'
-if not string.match(raw, '^%d+$') then
-  return redis.error_reply('WRONGTYPE the fence key holds a string that is not a whole number')
+local failed = readFence()
+if failed then
+  return failed
 end
-local last = tonumber(raw)
--- The next token must stay an exact integer in JavaScript (2^53 - 1).
-if last >= 9007199254740991 then
-  return redis.error_reply('FENCEOVERFLOW the fence key holds ' .. raw .. ': the next token would not be a safe integer')
-end
-local time = rcall('TIME')
-local seconds, micros = time[1], time[2]
-
+time = rcall('TIME')
 rcall('HSET', lockKey, owner, 1)
 rcall('PEXPIRE', lockKey, leaseMs)
-if last < seconds * 1000000 + micros then
-  -- Seconds and zero-padded microseconds, as a string: exact above 2^53, unlike a Lua number.
-  local token = seconds .. string.sub('00000', #micros) .. micros
-  rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
-  return token
-end
-local token = rcall('INCR', fenceKey)
-rcall('PEXPIRE', fenceKey, fenceTtlMs)
-return token
+return nextToken()

@@ -33,8 +33,8 @@ export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR
   return {
     runtime,
     commands,
-    // A Cluster cannot run one script over keys of several slots: renew one lock per call there.
-    renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: runtime.cluster ? 1 : 500 },
+    // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
+    renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 },
     settings,
     redisClock,
     waiters: new FairWaiters(),

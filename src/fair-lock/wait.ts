@@ -6,7 +6,7 @@ import { debuglog } from 'node:util';
 import { LockLostError, LockTimeoutError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
-import { isUnreachable, leaseTooShort, settledWithin, type WaitState } from '../runtime/acquire.ts';
+import { backoffMs, isUnreachable, leaseTooShort, settledWithin, type WaitState } from '../runtime/acquire.ts';
 import { FairWaiter, type Grant } from './grants.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import { grantChannel, type FairLockKeys } from './keys.ts';
@@ -17,8 +17,6 @@ const log = debuglog('relock:fair-lock');
 /** How long a wait that gave up waits for its `leave` to be answered (never while Redis is unreachable). */
 const LEAVE_WAIT_MS = 250;
 
-/** Retries after a connection failure, while a finite wait lasts: 100, 200, 400 ... 1000 ms. */
-const backoffMs = (failures: number) => Math.min(1_000, 100 * 2 ** Math.min(failures, 4));
 
 export interface FairWait {
   readonly shared: FairShared;

@@ -5,6 +5,9 @@ import { LockError, LockTimeoutError } from '../errors.ts';
 import type { Runtime } from './runtime.ts';
 import { Waiter } from './waiter.ts';
 import type { WakeRule } from './waiting.ts';
+import { backoffMs, noop, onAbort, settledWithin, untilAborted } from './waits.ts';
+
+export { backoffMs, settledWithin } from './waits.ts';
 
 /** What one attempt of a primitive gave. */
 export type Attempt<T> =
@@ -42,46 +45,6 @@ const MAX_LATE = 3;
  * came between its first attempt and its entering the room).
  */
 const LISTEN_AFTER_MS = 2_000;
-/** Retries after a connection failure, while a finite wait lasts: 100, 200, 400 ... 1000 ms. */
-const backoffMs = (failures: number) => Math.min(1_000, 100 * 2 ** Math.min(failures, 4));
-
-const noop = () => undefined;
-
-/** Resolves when `promise` settles or `ms` have passed, whichever comes first. */
-export function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms).unref()));
-  return Promise.race([promise.then(noop, noop), bound]).finally(() => clearTimeout(timer));
-}
-
-/** One 'abort' listener per signal, however many waits share it (no MaxListenersExceededWarning). */
-const fanouts = new WeakMap<AbortSignal, Set<() => void>>();
-
-function onAbort(signal: AbortSignal, fn: () => void): () => void {
-  let listeners = fanouts.get(signal);
-  if (!listeners) {
-    const created = new Set<() => void>();
-    const fire = () => {
-      fanouts.delete(signal);
-      for (const listener of created) listener();
-    };
-    signal.addEventListener('abort', fire, { once: true });
-    fanouts.set(signal, (listeners = created));
-  }
-  listeners.add(fn);
-  const own = listeners;
-  return () => void own.delete(fn);
-}
-
-/** The promise, or a rejection with the signal's reason as soon as it aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const abort = () => reject(signal.reason);
-    signal.addEventListener('abort', abort, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
-  });
-}
-
 /** What a wait has seen, for the error it ends with. */
 export interface WaitState {
   /** The last connection failure, while retrying it. */
@@ -249,6 +212,14 @@ async function wait<T>(
   let tryNow = firstHint === undefined && (lateBefore > 0 || waitMs === 0 || waiting.isEmpty(channel));
   /** Taken before the last attempt: whether a release may have gone unheard since. */
   let mark = firstMark;
+  // A wait that ends leaves the queue at once, not when an attempt still out is answered: the
+  // next local waiter becomes the head, and client.waiting counts it no more.
+  const leaveNow = () => {
+    if (!entered) return;
+    entered = false;
+    waiting.leave(channel, waiter!);
+  };
+  stop.addEventListener('abort', leaveNow, { once: true });
   try {
     for (;;) {
       if (tryNow) {
@@ -304,6 +275,7 @@ async function wait<T>(
       tryNow = true;
     }
   } finally {
+    stop.removeEventListener('abort', leaveNow);
     if (entered) waiting.leave(channel, waiter!, acquired ? request.leaseMs : undefined);
   }
 }

@@ -6,8 +6,11 @@ import { debuglog } from 'node:util';
 import { LockError, type LockLostError } from '../errors.ts';
 import type { RedisClient } from '../options.ts';
 import { Context } from './context.ts';
-import { ScriptRunner } from './script.ts';
-import { Subscriber } from './subscriber.ts';
+import { ScriptRunner, SHARDED_PUBLISH } from './script.ts';
+import { clusterTopology, clusterTransport } from './cluster.ts';
+import { shardTransport } from './shards.ts';
+import { keySlot } from './slot.ts';
+import { connectionTransport, Subscriber } from './subscriber.ts';
 import { systemClock, type Clock } from './waiter.ts';
 import { WaitingRoom } from './waiting.ts';
 import { Watchdog } from './watchdog.ts';
@@ -22,6 +25,12 @@ export interface RuntimeOptions {
   readonly redis: RedisClient;
   /** Opens the subscriber connection (at the first wait). */
   readonly connectSubscriber: () => RedisClient;
+  /** On a Cluster: opens a subscriber connection to one master (sharded pub/sub, one per shard with waiters). */
+  readonly connectNode?: ((host: string, port: number) => RedisClient) | undefined;
+  /** Replicas that must acknowledge a first acquisition (WAIT), 0 for none. */
+  readonly replicas?: number | undefined;
+  /** How long that WAIT may take, in milliseconds. */
+  readonly replicaTimeoutMs?: number | undefined;
   /** Where 'error' and 'warning' events go (the LockClient). */
   readonly events: EventEmitter;
   readonly clock?: Clock | undefined;
@@ -31,10 +40,13 @@ export class Runtime {
   readonly clientId: string;
   readonly leaseMs: number;
   readonly fenceTtlMs: number;
-  /** A Cluster: one slot per script call, so renewals go one hold per call. */
+  /** A Cluster: one slot per script call, so renewals are batched per slot. */
   readonly cluster: boolean;
-  /** The command a release publishes with. */
-  readonly publish = 'publish';
+  /** The command a release publishes with: SPUBLISH on a Cluster (the runner falls back to PUBLISH where it is missing). */
+  readonly publish: string;
+  /** Replicas that must acknowledge a first acquisition (WAIT); 0: none. */
+  readonly replicas: number;
+  readonly replicaTimeoutMs: number;
   readonly runner: ScriptRunner;
   readonly waiting: WaitingRoom;
   readonly watchdog: Watchdog;
@@ -55,12 +67,39 @@ export class Runtime {
     this.#redis = options.redis;
     this.#events = options.events;
     this.cluster = options.redis.isCluster === true;
+    this.publish = this.cluster ? SHARDED_PUBLISH : 'publish';
+    this.replicas = options.replicas ?? 0;
+    this.replicaTimeoutMs = options.replicaTimeoutMs ?? 1_000;
     const onError = (error: Error) => this.error(error);
     this.runner = new ScriptRunner(options.redis, this.#closer.signal);
     this.waiting = new WaitingRoom(this.clientId);
-    this.#subscriber = new Subscriber(options.connectSubscriber, this.waiting, onError);
+    const plain = connectionTransport(options.connectSubscriber);
+    const transport =
+      this.cluster && options.connectNode
+        ? clusterTransport(() => this.runner.sharded(), shardTransport(clusterTopology(options.redis), options.connectNode), plain)
+        : plain;
+    this.#subscriber = new Subscriber(transport, this.waiting, onError);
     this.waiting.attach(this.#subscriber);
-    this.watchdog = new Watchdog({ leaseMs: this.leaseMs, clientId: this.clientId, onError, clock: options.clock ?? systemClock });
+    this.watchdog = new Watchdog({
+      leaseMs: this.leaseMs,
+      clientId: this.clientId,
+      onError,
+      clock: options.clock ?? systemClock,
+      slotOf: this.cluster ? keySlot : undefined,
+    });
+  }
+
+  /**
+   * After a first acquisition of `key`, with `replicas` set: waits (WAIT) until that many replicas
+   * have it, or rejects with `ERR_LOCK_REPLICATION` when fewer did within `replicaTimeoutMs`.
+   */
+  async replicate(key: string, name: string): Promise<void> {
+    const acknowledged = await this.runner.waitReplicas(key, this.replicas, this.replicaTimeoutMs);
+    if (acknowledged >= this.replicas) return;
+    throw new LockError(
+      `Lock "${name}" was acquired, but only ${acknowledged} of the ${this.replicas} replicas required acknowledged it within ${this.replicaTimeoutMs} ms: it was given back`,
+      { lockName: name, code: 'ERR_LOCK_REPLICATION' },
+    );
   }
 
   /** Aborted by close(), with the error pending waits reject with. */

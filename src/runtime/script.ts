@@ -3,6 +3,7 @@
 // a code, and "may this call have been sent twice?" is answered here.
 import { LockError } from '../errors.ts';
 import type { RedisClient } from '../options.ts';
+import { keySlot } from './slot.ts';
 
 /** A script as scripts/gen-lua.mjs inlines it. */
 export interface ScriptSource {
@@ -18,11 +19,22 @@ export interface Script<Out> {
   readonly decode: (reply: unknown) => Out;
   /** Index (0-based) of the channel among the keys, for error messages. */
   readonly channelKey: number | undefined;
+  /**
+   * The script counts who received its publication, which only SPUBLISH counts over a whole shard:
+   * on a Cluster without sharded pub/sub it is refused (`ERR_LOCK_UNSUPPORTED`).
+   */
+  readonly countsReceivers?: boolean | undefined;
 }
 
-export function defineScript<Out>(source: ScriptSource, decode: (reply: unknown) => Out, channelKey?: number): Script<Out> {
-  return { source, decode, channelKey };
+export function defineScript<Out>(source: ScriptSource, decode: (reply: unknown) => Out, channelKey?: number, countsReceivers?: boolean): Script<Out> {
+  return { source, decode, channelKey, countsReceivers };
 }
+
+/**
+ * The publish command scripts get in ARGV on a Cluster. On servers without sharded pub/sub (before
+ * Redis 7) the runner sends `publish` in its place.
+ */
+export const SHARDED_PUBLISH = 'spublish';
 
 /**
  * What relock knows of a connection, shared by every LockClient on it: one 'close' listener per
@@ -93,16 +105,64 @@ export function classify(error: unknown, keys: readonly string[], channel: strin
   return new LockError(`Redis could not be reached: ${message}`, { cause: error, code: 'ERR_LOCK_UNREACHABLE' });
 }
 
+/** What the runner calls on a Cluster beyond RedisClient: routing a WAIT, probing for SPUBLISH. */
+interface ClusterClient {
+  call(...args: (string | number)[]): Promise<unknown>;
+  nodes(role: 'master'): { readonly options: { readonly host?: string; readonly port?: number }; wait(replicas: number, timeoutMs: number): Promise<number> }[];
+  readonly slots?: readonly (readonly string[] | undefined)[];
+}
+
 /** Sends scripts and reads over one command connection. */
 export class ScriptRunner {
   readonly #redis: RedisClient;
   readonly #watch: ConnectionWatch;
   readonly #closed: AbortSignal;
+  readonly #cluster: boolean;
+  /** On a Cluster: whether its servers have SPUBLISH, once probed. */
+  #sharded: boolean | undefined;
+  #probe: Promise<boolean> | undefined;
 
   constructor(redis: RedisClient, closed: AbortSignal) {
     this.#redis = redis;
     this.#watch = watchConnection(redis);
     this.#closed = closed;
+    this.#cluster = redis.isCluster === true;
+    if (!this.#cluster) this.#sharded = false;
+  }
+
+  /**
+   * Whether releases publish with SPUBLISH (a Cluster of Redis >= 7): asked once per client with
+   * COMMAND INFO SPUBLISH, at the first script or subscription; always false on a single server.
+   */
+  sharded(): Promise<boolean> {
+    if (this.#sharded !== undefined) return Promise.resolve(this.#sharded);
+    this.#probe ??= (this.#redis as unknown as ClusterClient).call('COMMAND', 'INFO', SHARDED_PUBLISH).then(
+      (reply) => (this.#sharded = Array.isArray(reply) && reply[0] !== null && reply[0] !== undefined),
+      (error: unknown) => {
+        this.#probe = undefined;
+        // An ACL user without +command|info: take the servers for Redis 7 or later.
+        if (isAclError(error)) return (this.#sharded = true);
+        throw classify(error, [], undefined, this.#closed.aborted);
+      },
+    );
+    return this.#probe;
+  }
+
+  /**
+   * WAIT on the connection that wrote `key` (on a Cluster: the one to the master of its slot): how
+   * many replicas acknowledged every write made on it so far, after at most `timeoutMs`.
+   */
+  async waitReplicas(key: string, replicas: number, timeoutMs: number): Promise<number> {
+    try {
+      if (!this.#cluster) return Number(await (this.#redis as unknown as { wait(n: number, ms: number): Promise<number> }).wait(replicas, timeoutMs));
+      const cluster = this.#redis as unknown as ClusterClient;
+      const node = cluster.slots?.[keySlot(key)]?.[0];
+      const master = cluster.nodes('master').find((redis) => `${redis.options.host}:${redis.options.port}` === node);
+      if (!master) throw new Error(`no connection to the master of "${key}" (slot ${keySlot(key)}${node ? `, ${node}` : ''})`);
+      return Number(await master.wait(replicas, timeoutMs));
+    } catch (error) {
+      throw classify(error, [key], undefined, this.#closed.aborted);
+    }
   }
 
   /** The connection's drop count now: pass it to maybeResent() after the reply. */
@@ -130,6 +190,8 @@ export class ScriptRunner {
     if (source.numberOfKeys !== null && keys.length !== source.numberOfKeys) {
       throw new Error(`${source.file} takes ${source.numberOfKeys} keys, got ${keys.length}`);
     }
+    // A single server, or a Cluster known to have SPUBLISH, sends the script as it is.
+    if (this.#cluster && this.#sharded !== true && !(await this.sharded())) args = this.#unsharded(script, args);
     let reply: unknown;
     try {
       try {
@@ -144,6 +206,16 @@ export class ScriptRunner {
       throw classify(underneath, keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
     }
     return script.decode(reply);
+  }
+
+  /** The arguments for a Cluster without sharded pub/sub: PUBLISH, which the cluster bus carries everywhere. */
+  #unsharded(script: Script<unknown>, args: readonly (string | number)[]): (string | number)[] {
+    if (script.countsReceivers) {
+      throw new LockError(`${script.source.file} needs sharded pub/sub (SPUBLISH, Redis 7 or later) on a Redis Cluster: PUBLISH counts the receivers of one node only`, {
+        code: 'ERR_LOCK_UNSUPPORTED',
+      });
+    }
+    return args.map((arg) => (arg === SHARDED_PUBLISH ? 'publish' : arg));
   }
 
   /** A plain read, with errors classified as a script's are. */

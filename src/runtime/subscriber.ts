@@ -1,5 +1,7 @@
-// The shared subscriber: one connection per client, opened at the first wait, one
-// reference-counted SUBSCRIBE per channel. Messages go straight to the waiting room.
+// The shared subscriber: one reference-counted subscription per channel, whatever the number of
+// waiters, over a transport: one connection with SUBSCRIBE (a single server, or a Cluster without
+// sharded pub/sub), or one connection per shard with SSUBSCRIBE (shards.ts). Messages go straight to
+// the waiting room.
 import { debuglog } from 'node:util';
 import { LockError } from '../errors.ts';
 import type { RedisClient } from '../options.ts';
@@ -8,51 +10,105 @@ import type { Inbox } from './waiting.ts';
 
 const log = debuglog('relock:subscriber');
 
+/** How channels reach Redis. Each channel is subscribed at most once at a time (the Subscriber counts). */
+export interface Transport {
+  /** Resolves once Redis confirmed the subscription. */
+  subscribe(channel: string): Promise<void>;
+  /** Best effort: a failure only leaves a subscription nobody waits on. */
+  unsubscribe(channel: string): void;
+  close(): void;
+}
+
+/** What a transport reports back: messages, and subscriptions renewed after messages may have been lost. */
+export interface TransportEvents {
+  message(channel: string, message: string): void;
+  /** Every waiter tries again: what was published while a connection was down is lost. */
+  resubscribed(): void;
+  error(error: Error): void;
+}
+
+/** Makes the transport on first use: the subscriber opens nothing before the first wait. */
+export type TransportFactory = (events: TransportEvents) => Transport;
+
+/** One connection for every channel (SUBSCRIBE); resubscribes itself after a reconnect. */
+export function connectionTransport(connect: () => RedisClient): TransportFactory {
+  return (events) => {
+    const channels = new Set<string>();
+    let connection: RedisClient | undefined;
+    let readyOnce = false;
+    const open = (): RedisClient => {
+      if (connection) return connection;
+      const opened = connect();
+      // Its 'error' events are the connect factory's to report (the client listens on every connection it makes).
+      opened.on('message', (channel: string, message: string) => events.message(channel, message));
+      opened.on('ready', () => {
+        if (!readyOnce) {
+          readyOnce = true;
+          return;
+        }
+        // What was published while the connection was down is lost: subscribe again, then let every
+        // waiter retry at once.
+        log('reconnected; resubscribing %d channels', channels.size);
+        const again = channels.size > 0 ? opened.subscribe(...channels) : Promise.resolve();
+        again.then(
+          () => events.resubscribed(),
+          (error: Error) => {
+            events.error(error);
+            events.resubscribed();
+          },
+        );
+      });
+      return (connection = opened);
+    };
+    return {
+      async subscribe(channel) {
+        channels.add(channel);
+        try {
+          await open().subscribe(channel);
+        } catch (error) {
+          channels.delete(channel);
+          throw error;
+        }
+      },
+      unsubscribe(channel) {
+        channels.delete(channel);
+        connection?.unsubscribe(channel).catch((error: Error) => log('unsubscribe %s failed: %s', channel, error.message));
+      },
+      close() {
+        channels.clear();
+        connection?.disconnect();
+        connection = undefined;
+      },
+    };
+  };
+}
+
 interface Channel {
   refs: number;
   readonly subscribed: Promise<void>;
 }
 
 export class Subscriber {
-  readonly #connect: () => RedisClient;
+  readonly #factory: TransportFactory;
   readonly #inbox: Inbox;
   readonly #onError: (error: Error) => void;
   readonly #channels = new Map<string, Channel>();
-  #connection: RedisClient | undefined;
-  #readyOnce = false;
+  #transport: Transport | undefined;
   #closed = false;
 
-  constructor(connect: () => RedisClient, inbox: Inbox, onError: (error: Error) => void) {
-    this.#connect = connect;
+  constructor(factory: TransportFactory, inbox: Inbox, onError: (error: Error) => void) {
+    this.#factory = factory;
     this.#inbox = inbox;
     this.#onError = onError;
   }
 
-  #open(): RedisClient {
-    if (this.#connection) return this.#connection;
-    const connection = this.#connect();
-    // Its 'error' events are the connect factory's to report (the client listens on every connection it makes).
-    connection.on('message', (channel: string, message: string) => this.#inbox.message(channel, message));
-    connection.on('ready', () => {
-      if (!this.#readyOnce) {
-        this.#readyOnce = true;
-        return;
-      }
-      // What was published while the connection was down is lost: subscribe again, then let every
-      // waiter retry at once.
-      const channels = [...this.#channels.keys()];
-      log('reconnected; resubscribing %d channels', channels.length);
-      const again = channels.length > 0 ? connection.subscribe(...channels) : Promise.resolve();
-      again.then(
-        () => this.#inbox.resubscribed(),
-        (error: Error) => {
-          this.#onError(error);
-          this.#inbox.resubscribed();
-        },
-      );
+  #open(): Transport {
+    this.#transport ??= this.#factory({
+      message: (channel, message) => this.#inbox.message(channel, message),
+      resubscribed: () => this.#inbox.resubscribed(),
+      error: (error) => this.#onError(error),
     });
-    this.#connection = connection;
-    return connection;
+    return this.#transport;
   }
 
   /** Takes a reference on the channel; resolves once Redis confirmed the subscription. */
@@ -92,14 +148,13 @@ export class Subscriber {
     const entry = this.#channels.get(channel);
     if (!entry || --entry.refs > 0) return;
     this.#channels.delete(channel);
-    // A failed UNSUBSCRIBE only leaves a subscription whose messages nobody waits for.
-    this.#connection?.unsubscribe(channel).catch((error: Error) => log('unsubscribe %s failed: %s', channel, error.message));
+    this.#transport?.unsubscribe(channel);
   }
 
   close(): void {
     this.#closed = true;
     this.#channels.clear();
-    this.#connection?.disconnect();
-    this.#connection = undefined;
+    this.#transport?.close();
+    this.#transport = undefined;
   }
 }

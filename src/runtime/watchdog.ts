@@ -12,8 +12,13 @@ const log = debuglog('relock:watchdog');
 export interface Renewer {
   /** One flag per hold, in order: true where the hold was still there and got a new lease. */
   renew(batch: readonly Renewable[], leaseMs: number): Promise<boolean[]>;
-  /** Holds per call (1 on a Cluster, where one call cannot span slots). */
+  /** Holds per call at most (on a Cluster the watchdog also splits batches by slot). */
   readonly batch: number;
+  /**
+   * An allowance, in milliseconds, to give up a lease earlier than `marginMs` would, when the renewer
+   * needs more (Redlock's clock drift: 1 % of the lease + 2 ms). Absent: `marginMs` alone.
+   */
+  readonly allowanceMs?: (leaseMs: number) => number;
 }
 
 /** What the watchdog needs of a hold. */
@@ -42,12 +47,20 @@ export function marginMs(leaseMs: number): number {
   return Math.min(1000, Math.max(3, Math.floor(leaseMs / 10)));
 }
 
+/** The margin of one hold: marginMs, or its renewer's larger allowance. */
+function holdMarginMs(hold: Renewable, leaseMs: number): number {
+  const margin = marginMs(leaseMs);
+  return hold.renewer.allowanceMs ? Math.max(margin, hold.renewer.allowanceMs(leaseMs)) : margin;
+}
+
 export interface WatchdogOptions {
   readonly leaseMs: number;
   readonly clientId: string;
   /** Renewal failures go here (the client reports them). */
   readonly onError: (error: Error) => void;
   readonly clock?: Clock | undefined;
+  /** On a Cluster, the hash slot of a key: one script call cannot span slots, so batches never do. */
+  readonly slotOf?: ((key: string) => number) | undefined;
 }
 
 export class Watchdog {
@@ -55,6 +68,7 @@ export class Watchdog {
   readonly #clientId: string;
   readonly #onError: (error: Error) => void;
   readonly #clock: Clock;
+  readonly #slotOf: ((key: string) => number) | undefined;
   readonly #holds = new Set<Renewable>();
   /** How many of #holds are renewable: the first one after none starts a renewal period. */
   #renewables = 0;
@@ -69,6 +83,7 @@ export class Watchdog {
     this.#clientId = options.clientId;
     this.#onError = options.onError;
     this.#clock = options.clock ?? systemClock;
+    this.#slotOf = options.slotOf;
   }
 
   get clock(): Clock {
@@ -87,13 +102,13 @@ export class Watchdog {
 
   /** Sets when the hold counts as lost: the lease that began when its command was sent, less the margin. */
   leaseFrom(hold: Renewable, sentAt: number, leaseMs: number): void {
-    hold.deadline = sentAt + leaseMs - marginMs(leaseMs);
+    hold.deadline = sentAt + leaseMs - holdMarginMs(hold, leaseMs);
     this.add(hold);
   }
 
   /** Moves a fixed lease's deadline later, never earlier (a nested acquire with a longer lease). */
   lengthen(hold: Renewable, sentAt: number, leaseMs: number): void {
-    hold.deadline = Math.max(hold.deadline, sentAt + leaseMs - marginMs(leaseMs));
+    hold.deadline = Math.max(hold.deadline, sentAt + leaseMs - holdMarginMs(hold, leaseMs));
   }
 
   /** Stops renewing the hold but keeps its deadline: it ends as a fixed lease would. */
@@ -174,17 +189,23 @@ export class Watchdog {
   }
 
   async #renew(sentAt: number): Promise<void> {
-    // Grouped by renewer (one script per primitive), then cut into that renewer's batch size.
-    const groups = new Map<Renewer, Renewable[]>();
+    // Grouped by renewer (one script per primitive) and, on a Cluster, by slot; then cut into that
+    // renewer's batch size.
+    const groups = new Map<Renewer, Map<number, Renewable[]>>();
     for (const hold of this.#holds) {
       if (!hold.renewable) continue;
-      const group = groups.get(hold.renewer);
+      let bySlot = groups.get(hold.renewer);
+      if (!bySlot) groups.set(hold.renewer, (bySlot = new Map()));
+      const slot = this.#slotOf ? this.#slotOf(hold.key) : 0;
+      const group = bySlot.get(slot);
       if (group) group.push(hold);
-      else groups.set(hold.renewer, [hold]);
+      else bySlot.set(slot, [hold]);
     }
     const calls: Promise<void>[] = [];
-    for (const [renewer, holds] of groups) {
-      for (let i = 0; i < holds.length; i += renewer.batch) calls.push(this.#renewBatch(renewer, holds.slice(i, i + renewer.batch), sentAt));
+    for (const [renewer, bySlot] of groups) {
+      for (const holds of bySlot.values()) {
+        for (let i = 0; i < holds.length; i += renewer.batch) calls.push(this.#renewBatch(renewer, holds.slice(i, i + renewer.batch), sentAt));
+      }
     }
     await Promise.all(calls);
   }
@@ -204,7 +225,7 @@ export class Watchdog {
     batch.forEach((hold, i) => {
       if (!this.#holds.has(hold) || !hold.renewable) return;
       if (renewed[i]) {
-        hold.deadline = sentAt + this.#leaseMs - marginMs(this.#leaseMs);
+        hold.deadline = sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs);
         this.#wakeBy(this.#due(hold));
       } else if (hold.held) {
         this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));

@@ -21,6 +21,14 @@ export interface LockContractOptions {
   readonly clientOptions?: Omit<LockClientOptions, 'leaseMs'>;
   /** Script calls a waiter may send while it sleeps behind a lock held for 30 s (pub/sub, no polling: 0). @default 0 */
   readonly idleWaitCalls?: number;
+  /**
+   * For a kind whose holders share it (the read side of a read-write lock): the lock of the same name
+   * that keeps it out (the write side). The tests where one holder keeps a waiter out take that
+   * holder from here, and the four tests of two holders of this kind excluding each other (two
+   * contexts, two acquires, one holder at a time, one waiter woken per release) are skipped, since
+   * readers share by design. @default none: the kind keeps itself out
+   */
+  readonly blocker?: (client: LockClient, name: string) => Lock;
 }
 
 /**
@@ -34,6 +42,8 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
   const expectedName = options.expectedName ?? ((name: string) => name);
   const clientOptions = options.clientOptions ?? {};
   const idleWaitCalls = options.idleWaitCalls ?? 0;
+  const holder = options.blocker ?? factory;
+  const exclusive = options.blocker === undefined;
 
   describe(`Lock contract: ${label}`, (it) => {
     // Both with the default 30 s watchdog lease: a waiter behind them can only be woken early by a
@@ -50,6 +60,11 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       return clients.map((client) => factory(client, name));
     };
     const lockOn = (client: LockClient): Lock => factory(client, uniqueName('contract'));
+    /** One fresh name: the kind's lock on `mine`, and the lock that keeps it out on `theirs` (the kind itself unless `blocker`). */
+    const rivals = (mine: LockClient, theirs: LockClient): Lock[] => {
+      const name = uniqueName('contract');
+      return [factory(mine, name), holder(theirs, name)];
+    };
     const scriptCalls = async () => {
       const stats = await commandStats(s.f.admin);
       return (stats.evalsha ?? 0) + (stats.eval ?? 0);
@@ -87,7 +102,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       assert.is(lease.signal.aborted, false, 'a release is not a loss');
     });
 
-    it('tryAcquire gives a lease when free, null when another client or another context holds it', async () => {
+    if (exclusive) it('tryAcquire gives a lease when free, null when another client or another context holds it', async () => {
       const [mine, theirs] = locks(s.client, s.other);
       const lease = await mine!.tryAcquire();
       assert.ok(lease);
@@ -102,7 +117,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       await fixed!.release();
     });
 
-    it('takes a fresh context outside any: two acquire() calls of one client exclude each other', async () => {
+    if (exclusive) it('takes a fresh context outside any: two acquire() calls of one client exclude each other', async () => {
       const [lock] = locks(s.client);
       const first = await lock!.acquire();
       const second = lock!.acquire();
@@ -114,7 +129,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       await lease.release();
     });
 
-    it('lets only one holder in at a time under contention from several clients', async () => {
+    if (exclusive) it('lets only one holder in at a time under contention from several clients', async () => {
       const [a, b, c] = locks(s.client, s.other, fast);
       let inside = 0;
       let overlaps = 0;
@@ -139,7 +154,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     // --- Waiting
 
     it('tries once with waitMs 0: LockTimeoutError when held, the lease when free', async () => {
-      const [mine, theirs] = locks(s.client, s.other);
+      const [mine, theirs] = rivals(s.client, s.other);
       const held = await theirs!.acquire();
       const started = performance.now();
       const error = await rejects(mine!.acquire({ waitMs: 0 }));
@@ -152,7 +167,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     });
 
     it('rejects with LockTimeoutError once waitMs has passed, and leaves the queue', async () => {
-      const [mine, theirs] = locks(s.client, s.other);
+      const [mine, theirs] = rivals(s.client, s.other);
       const held = await theirs!.acquire();
       const started = performance.now();
       const error = await rejects(mine!.acquire({ waitMs: 300 }));
@@ -168,7 +183,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     });
 
     it('cancels a wait with signal.reason, leaving the queue and taking nothing', async () => {
-      const [mine, theirs] = locks(s.client, s.other);
+      const [mine, theirs] = rivals(s.client, s.other);
       const held = await theirs!.acquire();
       const controller = new AbortController();
       const waiting = rejects(mine!.acquire({ signal: controller.signal }));
@@ -183,7 +198,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     });
 
     it('cancels a runExclusive wait with signal.reason without running fn', async () => {
-      const [mine, theirs] = locks(s.client, s.other);
+      const [mine, theirs] = rivals(s.client, s.other);
       const held = await theirs!.acquire();
       let ran = false;
       const reason = new Error('timeout of the caller');
@@ -198,7 +213,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     });
 
     it('wakes a waiter on release, long before the holder lease ends, and the waiter sends nothing while it sleeps', async () => {
-      const [mine, theirs] = locks(s.client, s.other);
+      const [mine, theirs] = rivals(s.client, s.other);
       const held = await theirs!.acquire(); // a 30 s watchdog lease: no expiry, no renewal for 10 s
       const waiting = mine!.acquire();
       await eventually(() => s.client.waiting === 1, 'queued');
@@ -215,7 +230,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       await lease.release();
     });
 
-    it('wakes one waiter per release, not the herd', async () => {
+    if (exclusive) it('wakes one waiter per release, not the herd', async () => {
       const [theirs, ...mine] = locks(s.other, s.client, s.client, s.client);
       const held = await theirs!.acquire();
       const acquired: Lease[] = [];
@@ -234,7 +249,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     });
 
     it('retries at once when the subscriber connection comes back (what was published meanwhile is lost)', async () => {
-      const [mine, theirs] = locks(s.client, s.other);
+      const [mine, theirs] = rivals(s.client, s.other);
       const held = await theirs!.acquire(); // 30 s lease: only a retry makes this quick
       const waiting = mine!.acquire();
       await eventually(() => s.client.waiting === 1, 'queued');
@@ -246,10 +261,10 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     it('gives the lock to a waiter once the lease of a holder that crashed has run out', async () => {
       const name = uniqueName('contract');
       const crashed = s.f.client(clientOptions);
-      const gone = await factory(crashed, name).acquire({ leaseMs: 500 });
+      const gone = await holder(crashed, name).acquire({ leaseMs: 500 });
       await crashed.close(); // never released: nothing of that holder is left to release or renew
       const lock = factory(s.client, name);
-      assert.ok(await lock.isLocked());
+      assert.ok(await holder(s.client, name).isLocked());
       const started = performance.now();
       const lease = await within(lock.acquire(), 3_000, 'the acquire after the crashed holder lease');
       const waited = performance.now() - started;
@@ -302,7 +317,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
 
     it('close() rejects every pending wait with an AbortError and ends the leases of that client', async () => {
       const name = uniqueName('contract');
-      const held = await factory(s.other, name).acquire();
+      const held = await holder(s.other, name).acquire();
       const client = s.f.client(clientOptions);
       const mine = await lockOn(client).acquire();
       const waits = [
@@ -412,7 +427,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     });
 
     it('keeps a lease without leaseMs alive past its lease through the watchdog', async () => {
-      const [mine, theirs] = locks(fast, s.other);
+      const [mine, theirs] = rivals(fast, s.other);
       const lease = await mine!.acquire(); // 300 ms, renewed every 100 ms
       await sleep(1_000);
       assert.not.ok(lease.signal.aborted);
@@ -441,11 +456,11 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     // --- forceUnlock and loss
 
     it('forceUnlock deletes the lock whoever holds it, wakes its waiters, and answers whether it was locked', async () => {
-      const [mine, theirs] = locks(s.client, s.other);
+      const [mine, theirs] = rivals(s.client, s.other);
       const held = await theirs!.acquire(); // 30 s lease: only the force unlock can wake the waiter early
       const waiting = mine!.acquire();
       await eventually(() => s.client.waiting === 1, 'queued');
-      assert.is(await mine!.forceUnlock(), true);
+      assert.is(await theirs!.forceUnlock(), true);
       const lease = await within(waiting, 2_000, 'the waiter woken by forceUnlock');
       await lease.release();
       assert.is(await mine!.forceUnlock(), false, 'nothing was locked');
@@ -548,7 +563,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       });
 
       it('frees the lock and wakes a waiter only when the outermost hold is released', async () => {
-        const [mine, theirs] = locks(s.client, s.other);
+        const [mine, theirs] = rivals(s.client, s.other);
         const outer = await mine!.acquire();
         let woken = false;
         const waiting = theirs!.acquire().then((lease) => ((woken = true), lease));
@@ -564,7 +579,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       });
 
       it('does not re-enter a lock that another client holds, from inside a context of its own', async () => {
-        const [mine, theirs] = locks(s.client, s.other);
+        const [mine, theirs] = rivals(s.client, s.other);
         const held = await theirs!.acquire();
         await held.run(async () => assert.is(await mine!.tryAcquire(), null));
         await held.release();

@@ -1,6 +1,6 @@
 // The checker: from the sections the workers logged, the counter on the storage Redis and the faults
 // the harness injected, what went wrong. A pure function, so that a test can feed it a bad log.
-import type { Entry, Hung } from './protocol.ts';
+import type { Entry, Hung, LockKind } from './protocol.ts';
 
 /** A fault the harness injected, at a time on the shared monotonic clock. */
 export interface Fault {
@@ -236,4 +236,170 @@ export function summary(name: string, report: Report, faults: number, extra: rea
     `overtaken ${percent(report.overtakenShare)} % (${report.overtaken.length} of ${report.fifoJudged})`,
     ...extra,
   ].join(', ');
+}
+
+// --- The family: semaphore (capacity), read-write lock (modes), multi-lock (members)
+
+/** When a section stopped counting as a holder: its last effect, or its signalled loss if that came first. */
+function heldUntil(entry: Entry): number {
+  return entry.lostAt !== null ? Math.min(entry.end, entry.lostAt) : entry.end;
+}
+
+/**
+ * Sections that began while the sections still holding, together with them, weighed more than
+ * `capacity`: each reported once, beside the heaviest of those (the longest-held among equals).
+ * The largest sum is reached at some start, so checking at every start is enough.
+ */
+export function excesses(entries: readonly Entry[], weight: (entry: Entry) => number, capacity: number): Overlap[] {
+  const overlaps: Overlap[] = [];
+  let open: Entry[] = [];
+  for (const later of [...entries].sort((a, b) => a.start - b.start)) {
+    open = open.filter((entry) => heldUntil(entry) > later.start);
+    const sum = open.reduce((total, entry) => total + weight(entry), weight(later));
+    if (sum > capacity) {
+      const earlier = open.reduce<Entry>((a, b) => (weight(b) > weight(a) || (weight(b) === weight(a) && heldUntil(b) > heldUntil(a)) ? b : a), open[0] ?? later);
+      overlaps.push({ earlier, later, ms: Math.min(heldUntil(earlier), heldUntil(later)) - later.start });
+    }
+    open.push(later);
+  }
+  return overlaps;
+}
+
+/** The largest weight of sections holding at once (that a run really ran sections side by side). */
+export function peak(entries: readonly Entry[], weight: (entry: Entry) => number = () => 1): number {
+  let most = 0;
+  let open: Entry[] = [];
+  for (const later of [...entries].sort((a, b) => a.start - b.start)) {
+    open = open.filter((entry) => heldUntil(entry) > later.start);
+    open.push(later);
+    most = Math.max(most, open.reduce((total, entry) => total + weight(entry), 0));
+  }
+  return most;
+}
+
+/** The figures every report has, from every section of the run. */
+function figures(input: CheckInput, overlaps: readonly Overlap[], completed: number, staleWrites: number, problems: string[]): Report {
+  const { entries } = input;
+  const faults = input.faults ?? [];
+  const hung = input.hung ?? [];
+  if (hung.length > 0) {
+    problems.push(`${hung.length} waiters that never got the lock: ${hung.slice(0, MAX_LISTED).map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms`).join('; ')}`);
+  }
+  const stalls = faults.map((fault) => {
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of entries) if (entry.start > fault.at && entry.start < next) next = entry.start;
+    return { fault, ms: next - fault.at };
+  });
+  let longestWaitMs = 0;
+  for (const entry of entries) longestWaitMs = Math.max(longestWaitMs, entry.waitMs);
+  for (const h of hung) longestWaitMs = Math.max(longestWaitMs, h.waitingMs);
+  return {
+    acquisitions: entries.length,
+    completed,
+    overlaps,
+    lostLeases: entries.filter((e) => e.lostAt !== null).length,
+    staleWrites,
+    lateWritesAccepted: 0,
+    longestBeliefAfterHandoverMs: 0,
+    longestWaitMs,
+    overtaken: [],
+    fifoJudged: 0,
+    overtakenShare: 0,
+    stalls,
+    longestStallMs: stalls.reduce((max, s) => Math.max(max, s.ms), 0),
+    hung,
+    problems,
+  };
+}
+
+function listed(what: string, items: readonly string[]): string[] {
+  if (items.length === 0) return [];
+  const more = items.length > MAX_LISTED ? ` (and ${items.length - MAX_LISTED} more)` : '';
+  return [`${items.length} ${what}: ${items.slice(0, MAX_LISTED).join('; ')}${more}`];
+}
+
+/**
+ * A semaphore run: at no instant may the permits of the sections holding at once exceed `permits`
+ * (a section holds `entry.permits`, 1 if unset); each lease has a token of its own; the counter
+ * (one INCR per completed section) matches the sections that completed.
+ */
+export function checkSemaphore(input: CheckInput & { readonly permits: number }): Report {
+  const { entries, permits } = input;
+  const weight = (entry: Entry) => entry.permits ?? 1;
+  const overlaps = excesses(entries, weight, permits);
+  const problems = listed(
+    `sections beyond the ${permits} permits`,
+    overlaps.map((o) => `${show(o.later)} took ${weight(o.later)} permits ${o.ms.toFixed(1)} ms before ${show(o.earlier)} (${weight(o.earlier)} permits) ended, with more than ${permits} held`),
+  );
+  const tokens = new Map<number, number>();
+  for (const entry of entries) tokens.set(entry.token, (tokens.get(entry.token) ?? 0) + 1);
+  problems.push(...listed('fencing tokens issued twice', [...tokens].filter(([, n]) => n > 1).map(([token, n]) => `${token} (${n} sections)`)));
+  const completed = entries.filter((e) => e.write === 'ok').length;
+  if (input.counter !== completed) problems.push(`counter is ${input.counter} but ${completed} sections completed (lost or extra sections)`);
+  return figures(input, overlaps, completed, 0, problems);
+}
+
+/**
+ * A read-write lock run: no write section beside any other section (reads beside reads are fine);
+ * the write sections alone pass the lock's check (increasing tokens, the counter's read-modify-write
+ * chain, no unsignalled stale write); a reader that read the counter twice saw no write in between.
+ */
+export function checkReadWrite(input: CheckInput): Report {
+  const { entries } = input;
+  const writes = entries.filter((e) => e.mode !== 'read');
+  // A write counts as the whole capacity: beside it, any other section is one too many.
+  const capacity = Math.max(1, entries.length);
+  const overlaps = excesses(entries, (e) => (e.mode === 'read' ? 1 : capacity), capacity);
+  const problems = listed(
+    'sections beside a write',
+    overlaps.map((o) => `${o.later.mode} ${show(o.later)} began ${o.ms.toFixed(1)} ms before ${o.earlier.mode} ${show(o.earlier)} ended`),
+  );
+  const ofWrites = check({ entries: writes, counter: input.counter });
+  // Their overlaps are among the ones above.
+  problems.push(...ofWrites.problems.filter((p) => !/^\d+ overlapping holds/.test(p)));
+  problems.push(
+    ...listed(
+      'read sections that saw the counter change',
+      entries.filter((e) => e.mode === 'read' && e.reread !== undefined && e.reread !== e.read).map((e) => `${show(e)} read ${e.read}, then ${e.reread}`),
+    ),
+  );
+  return figures(input, overlaps, ofWrites.completed, ofWrites.staleWrites, problems);
+}
+
+/**
+ * A multi-lock run whose sections hold different sets of members: per member, the sections that held
+ * it pass the lock's check against that member's counter, with that member's own token (no two
+ * sections overlap on a shared member; sections over disjoint members may).
+ */
+export function checkMulti(input: CheckInput & { readonly counters: Readonly<Record<string, number>> }): Report {
+  const { entries } = input;
+  const names = [...new Set(entries.flatMap((e) => (e.members ?? []).map((m) => m.name)))].sort();
+  const overlaps: Overlap[] = [];
+  const problems: string[] = [];
+  let completed = 0;
+  let staleWrites = 0;
+  for (const name of names) {
+    const held = entries.flatMap((entry): Entry[] => {
+      const member = entry.members?.find((m) => m.name === name);
+      if (!member) return [];
+      const { late: _late, ...rest } = entry;
+      return [{ ...rest, token: member.token, read: member.read, write: member.write, ...(member.late ? { late: member.late } : {}) }];
+    });
+    const report = check({ entries: held, counter: input.counters[name] ?? 0 });
+    overlaps.push(...report.overlaps);
+    problems.push(...report.problems.map((p) => `member ${name}: ${p}`));
+    completed += report.completed;
+    staleWrites += report.staleWrites;
+  }
+  const without = entries.filter((e) => !e.members || e.members.length === 0);
+  problems.push(...listed('sections without members', without.map(show)));
+  return figures(input, overlaps, completed, staleWrites, problems);
+}
+
+/** The check of a run of `kind`: the lock's for `lock()` and `fairLock()`, the family's own for the others. */
+export function checkKind(kind: LockKind, input: CheckInput & { readonly permits: number; readonly counters: Readonly<Record<string, number>> }): Report {
+  if (kind === 'semaphore') return checkSemaphore(input);
+  if (kind === 'rw-lock') return checkReadWrite(input);
+  if (kind === 'multi-lock') return checkMulti(input);
+  return check(input);
 }

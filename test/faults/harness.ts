@@ -5,7 +5,7 @@
 // also when the scenario fails or runs out of time.
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startProxy, type Proxy } from '../helpers/proxy.ts';
 import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
-import { check, summary, type Fault, type Report } from './checker.ts';
+import { checkKind, summary, type Fault, type Report } from './checker.ts';
 import { now, type Entry, type FromWorker, type HoldRequest, type Hung, type LockKind, type WorkerConfig, type WorkerStats } from './protocol.ts';
 
 /** `RELOCK_FAULTS=full` (npm run test:faults) runs long; anything else (npm test) runs short. */
@@ -49,6 +49,13 @@ export interface ScenarioOptions {
   readonly name: string;
   /** The primitive the workers contend on. @default 'lock' */
   readonly kind?: LockKind;
+  /** Semaphore: the limit, and the most permits one acquire asks for. @default 2, 1 */
+  readonly permits?: number;
+  readonly maxPermits?: number;
+  /** Read-write lock: the share of sections that read. @default 0.7 */
+  readonly readRatio?: number;
+  /** Multi-lock: how many member names the sections pick theirs from (2 or 3 each). @default 4 */
+  readonly members?: number;
   /** Worker processes. @default 6 */
   readonly workers?: number;
   /** Contending loops per worker. @default 2 */
@@ -83,6 +90,52 @@ export interface Result {
 
 /** Every scenario result of this process, for the closing total. */
 export const results: Result[] = [];
+
+/** What the closing total reads of a result. */
+export type Summed = Pick<Result, 'kind' | 'durationMs'> & {
+  readonly report: Pick<Report, 'acquisitions' | 'fifoJudged' | 'lostLeases' | 'longestWaitMs' | 'longestStallMs' | 'staleWrites'> & {
+    readonly overlaps: { readonly length: number };
+    readonly overtaken: { readonly length: number };
+  };
+  readonly faults: { readonly length: number };
+};
+
+/**
+ * Where test/run.ts has the scenario files, which run in several worker processes, append their
+ * results (JSON lines), so that the closing total sums every process's.
+ */
+const RESULTS_FILE = process.env.RELOCK_FAULTS_RESULTS;
+
+/** Every result of this run: from the shared file when there is one, else this process's. */
+export function allResults(): Summed[] {
+  if (!RESULTS_FILE) return results;
+  if (!existsSync(RESULTS_FILE)) return [];
+  return readFileSync(RESULTS_FILE, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Summed);
+}
+
+function share(result: Result): void {
+  if (!RESULTS_FILE) return;
+  const { report, kind, durationMs } = result;
+  const summed: Summed = {
+    kind,
+    durationMs,
+    faults: { length: result.faults.length },
+    report: {
+      acquisitions: report.acquisitions,
+      fifoJudged: report.fifoJudged,
+      lostLeases: report.lostLeases,
+      longestWaitMs: report.longestWaitMs,
+      longestStallMs: report.longestStallMs,
+      staleWrites: report.staleWrites,
+      overlaps: { length: report.overlaps.length },
+      overtaken: { length: report.overtaken.length },
+    },
+  };
+  appendFileSync(RESULTS_FILE, `${JSON.stringify(summed)}\n`);
+}
 
 interface WorkerHandle {
   readonly index: number;
@@ -179,7 +232,8 @@ export class Run {
   /** The lock's key on the lock Redis (the hash of its holder). */
   get lockKey(): string {
     const key = `${this.#prefix}:{${this.#lockName}}`;
-    return this.kind === 'fair-lock' ? `${key}:fair` : key;
+    if (this.kind === 'multi-lock') throw new Error(`${this.name}: a multi-lock has no key of its own (its members are ${this.members.join(', ')})`);
+    return this.kind === 'fair-lock' ? `${key}:fair` : this.kind === 'semaphore' ? `${key}:sem` : this.kind === 'rw-lock' ? `${key}:rw` : key;
   }
 
   /**
@@ -256,6 +310,19 @@ export class Run {
     return Number((await this.#storageConnection.get(this.#fenceKey)) ?? 0);
   }
 
+  /** Multi-lock: the member names the sections pick from (none for the other kinds). */
+  get members(): string[] {
+    const n = this.kind === 'multi-lock' ? (this.#options.members ?? 4) : 0;
+    return Array.from({ length: n }, (_, i) => `${this.#lockName}:m${i}`);
+  }
+
+  /** Multi-lock: each member's counter on the storage Redis. */
+  async memberCounters(): Promise<Record<string, number>> {
+    const counters: Record<string, number> = {};
+    for (const name of this.members) counters[name] = Number((await this.#storageConnection.get(`${this.#counterKey}:${name}`)) ?? 0);
+    return counters;
+  }
+
   /** Sections completed so far (counter on the storage Redis). */
   async counter(): Promise<number> {
     return Number((await this.#storageConnection.get(this.#counterKey)) ?? 0);
@@ -285,6 +352,10 @@ export class Run {
       prefix: this.#prefix,
       name: this.#lockName,
       kind: this.kind,
+      ...(this.kind === 'semaphore' ? { permits: this.#options.permits ?? 2, maxPermits: this.#options.maxPermits ?? 1 } : {}),
+      ...(this.kind === 'rw-lock' ? { readRatio: this.#options.readRatio ?? 0.7 } : {}),
+      ...(this.kind === 'multi-lock' ? { members: this.members } : {}),
+      seed: index + 1,
       leaseMs: this.#options.leaseMs,
       ...(this.#options.fixedLeaseMs === undefined ? {} : { fixedLeaseMs: this.#options.fixedLeaseMs }),
       counterKey: this.#counterKey,
@@ -384,7 +455,7 @@ export class Run {
 
   /** Asks worker `index` to hold its next lease; resolves with the section once it holds it. */
   async hold(index: number, hold: Partial<HoldRequest> = {}, ms = 30_000): Promise<Entry> {
-    const request: HoldRequest = { untilLost: hold.untilLost ?? true, ms: hold.ms ?? 0, lateWrite: hold.lateWrite ?? false };
+    const request: HoldRequest = { untilLost: hold.untilLost ?? true, ms: hold.ms ?? 0, lateWrite: hold.lateWrite ?? false, ...(hold.mode ? { mode: hold.mode } : {}) };
     const holding = this.#message(index, (m) => m.type === 'holding', ms, 'hold a lease');
     this.#handle(index).child.send({ type: 'hold', hold: request });
     const message = await holding;
@@ -573,6 +644,7 @@ export async function scenario(options: ScenarioOptions, script: (run: Run) => P
   let failure: unknown;
   let entries: Entry[] = [];
   let counter = 0;
+  let counters: Record<string, number> = {};
   /** When every worker of the start runs: the FIFO check judges what was asked for from then on. */
   let started = Number.POSITIVE_INFINITY;
   try {
@@ -598,6 +670,7 @@ export async function scenario(options: ScenarioOptions, script: (run: Run) => P
     await run.teardown();
     entries = run.entries();
     counter = await run.counter().catch(() => -1);
+    counters = await run.memberCounters().catch(() => ({}));
     run.admin.disconnect();
     await storage.stop();
     await own?.stop();
@@ -606,7 +679,7 @@ export async function scenario(options: ScenarioOptions, script: (run: Run) => P
   }
   // The FIFO bound holds the fair lock to its promise where nothing legitimately reorders the queue.
   const fifoBound = run.kind === 'fair-lock' && run.faults.length === 0 ? { maxOvertakenShare: FAIR_MAX_OVERTAKEN_SHARE } : {};
-  const report = check({ entries, counter, faults: run.faults, hung: run.hung, fifoFrom: started, ...fifoBound });
+  const report = checkKind(run.kind, { entries, counter, counters, permits: options.permits ?? 2, faults: run.faults, hung: run.hung, fifoFrom: started, ...fifoBound });
   const errors = run.errors();
   const errorCount = Object.values(errors).reduce((a, b) => a + b, 0);
   const durationMs = now() - begun;
@@ -625,6 +698,9 @@ export async function scenario(options: ScenarioOptions, script: (run: Run) => P
   }
   if (failure) throw failure;
   const result: Result = { name: options.name, kind: run.kind, report: { ...report, problems }, faults: run.faults, errors, durationMs, line, holds: run.holds };
-  if (!options.blind) results.push(result);
+  if (!options.blind) {
+    results.push(result);
+    share(result);
+  }
   return result;
 }

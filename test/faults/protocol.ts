@@ -10,7 +10,16 @@ export function now(): number {
 }
 
 /** The lock primitives the fault suite runs against. */
-export type LockKind = 'lock' | 'fair-lock';
+export type LockKind = 'lock' | 'fair-lock' | 'semaphore' | 'rw-lock' | 'multi-lock';
+
+/** A multi-lock section's part on one member: that member's own token, and its counter's read-modify-write. */
+export interface MemberSection {
+  readonly name: string;
+  readonly token: number;
+  read: number;
+  write: 'ok' | 'stale' | 'none';
+  late?: { readonly at: number; readonly write: 'ok' | 'stale' };
+}
 
 /** One critical section, as the worker that ran it logs it. */
 export interface Entry {
@@ -43,6 +52,14 @@ export interface Entry {
   release?: string;
   /** The worker was SIGKILLed while it held this lease (the harness writes such entries). */
   killed?: boolean;
+  /** Semaphore: the permits this lease holds. */
+  permits?: number;
+  /** Read-write lock: the side this section holds. */
+  mode?: 'read' | 'write';
+  /** Read-write lock, a reader: the counter read again at the end (equal to `read` unless a write came between). */
+  reread?: number;
+  /** Multi-lock: the members this section holds, each with its own token and counter. */
+  members?: MemberSection[];
 }
 
 /** A waiter that never got the lock: reported by a worker that was asked to stop. */
@@ -59,6 +76,8 @@ export interface HoldRequest {
   readonly ms: number;
   /** After a signalled loss, still send the fenced write (to show that the fence rejects it). */
   readonly lateWrite: boolean;
+  /** Read-write lock: hold a section of this side (the next one of that side). */
+  readonly mode?: 'read' | 'write';
 }
 
 export type ToWorker = { readonly type: 'hold'; readonly hold: HoldRequest } | { readonly type: 'stop' };
@@ -89,8 +108,21 @@ export interface WorkerConfig {
   readonly storage: Record<string, unknown>;
   readonly prefix: string;
   readonly name: string;
-  /** Which primitive the loops contend on: `client.lock(name)` or `client.fairLock(name)`. */
+  /**
+   * Which primitive the loops contend on: `client.lock(name)`, `client.fairLock(name)`,
+   * `client.semaphore(name, { permits })`, `client.readWriteLock(name)`, or `client.multiLock()` over
+   * some of `members`.
+   */
   readonly kind: LockKind;
+  /** Semaphore: the limit, and the most permits one acquire asks for (1 to that many, seeded). */
+  readonly permits?: number;
+  readonly maxPermits?: number;
+  /** Read-write lock: the share of sections that read (chosen per section, seeded). */
+  readonly readRatio?: number;
+  /** Multi-lock: the member names; each section takes 2 or 3 of them, in a random order (seeded). */
+  readonly members?: readonly string[];
+  /** Seeds the per-section choices above. */
+  readonly seed?: number;
   readonly leaseMs: number;
   /** acquire({ leaseMs }) with this fixed lease instead of the watchdog. */
   readonly fixedLeaseMs?: number;

@@ -1,13 +1,15 @@
-// A fault-test worker process: `loops` contending loops on one lock name (a `lock()` or a
-// `fairLock()`, as the harness says), through relock's public API. In each critical section: GET
-// the counter, await a little, fenced SET of read + 1, and one JSON line per section appended
+// A fault-test worker process: `loops` contending loops on one lock name (a `lock()`, a
+// `fairLock()`, a semaphore, a read-write lock or multi-locks, as the harness says), through relock's
+// public API. In each critical section: GET the counter, await a little, fenced SET of read + 1 (a
+// reader GETs it again; a semaphore holder INCRs it; a multi-lock does it per member, with that
+// member's token), and one JSON line per section appended
 // (synchronously, so a SIGKILL loses nothing already logged) to its log file. The harness steers
 // it by IPC: hold the next lease (to inject a fault), stop.
 import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { LockClient, type Lease } from '../../src/index.ts';
-import { FENCED_SET, now, type Entry, type FromWorker, type HoldRequest, type ToWorker, type WorkerConfig } from './protocol.ts';
+import { LockClient, type Lease, type Lock, type MultiLease } from '../../src/index.ts';
+import { FENCED_SET, now, type Entry, type FromWorker, type HoldRequest, type MemberSection, type ToWorker, type WorkerConfig } from './protocol.ts';
 
 const config = JSON.parse(process.env.RELOCK_FAULT_WORKER ?? 'null') as WorkerConfig | null;
 if (!config || !process.send) throw new Error('worker.ts is forked by the fault harness, with RELOCK_FAULT_WORKER and IPC');
@@ -36,6 +38,59 @@ client.on('error', count);
 const storage = new Redis({ ...config.storage, lazyConnect: false });
 storage.on('error', count);
 const lock = config.kind === 'fair-lock' ? client.fairLock(config.name) : client.lock(config.name);
+
+/** The family's factories, by their contract names (typed here so that this file does not wait for them). */
+interface Family {
+  semaphore(name: string, options: { permits: number }): { acquire(options?: { leaseMs?: number; permits?: number }): Promise<Lease> };
+  readWriteLock(name: string): { readLock(): Lock; writeLock(): Lock };
+}
+const family = client as unknown as Family;
+const semaphore = config.kind === 'semaphore' ? family.semaphore(config.name, { permits: config.permits ?? 1 }) : undefined;
+const rwLock = config.kind === 'rw-lock' ? family.readWriteLock(config.name) : undefined;
+
+/** mulberry32: the per-section choices, seeded. */
+let seed = (config.seed ?? worker + 1) >>> 0;
+function random(): number {
+  seed = (seed + 0x6d2b79f5) >>> 0;
+  let t = seed;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+
+/** What the next section holds: its side, its permits, its members, and how it is acquired. */
+interface Choice {
+  readonly mode?: 'read' | 'write';
+  readonly permits?: number;
+  readonly members?: readonly string[];
+  acquire(options: { leaseMs: number } | undefined): Promise<Lease>;
+}
+
+function choose(): Choice {
+  switch (config!.kind) {
+    case 'semaphore': {
+      const permits = 1 + Math.floor(random() * (config!.maxPermits ?? 1));
+      return { permits, acquire: (options) => semaphore!.acquire({ ...options, permits }) };
+    }
+    case 'rw-lock': {
+      // A hold asked for one side makes the next section that side.
+      const mode = pendingHold?.mode ?? (random() < (config!.readRatio ?? 0.5) ? 'read' : 'write');
+      return { mode, acquire: (options) => (mode === 'read' ? rwLock!.readLock() : rwLock!.writeLock()).acquire(options) };
+    }
+    case 'multi-lock': {
+      const names = [...config!.members!];
+      for (let i = names.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [names[i], names[j]] = [names[j]!, names[i]!];
+      }
+      // 2 or 3 of them: with 4 names, two sections may hold disjoint pairs and run side by side.
+      const members = names.slice(0, 2 + Math.floor(random() * Math.min(2, names.length - 1)));
+      return { members, acquire: (options) => client.multiLock(members.map((name) => client.lock(name))).acquire(options) };
+    }
+    default:
+      return { acquire: (options) => lock.acquire(options) };
+  }
+}
 
 let stopping = false;
 let sections = 0;
@@ -68,18 +123,48 @@ function holdFor(hold: HoldRequest, signal: AbortSignal): Promise<void> {
   });
 }
 
-async function fencedSet(value: number, token: number): Promise<'ok' | 'stale'> {
-  const written = await storage.eval(FENCED_SET, 2, config!.counterKey, config!.fenceKey, value, token);
+async function fencedSet(value: number, token: number, member?: string): Promise<'ok' | 'stale'> {
+  const keys = member === undefined ? [config!.counterKey, config!.fenceKey] : [`${config!.counterKey}:${member}`, `${config!.fenceKey}:${member}`];
+  const written = await storage.eval(FENCED_SET, 2, ...keys, value, token);
   return written === 1 ? 'ok' : 'stale';
+}
+
+/** The section's reads: the counter, or each member's counter. */
+async function read(entry: Entry): Promise<void> {
+  if (entry.members) {
+    await Promise.all(entry.members.map(async (m) => (m.read = Number((await storage.get(`${config!.counterKey}:${m.name}`)) ?? 0))));
+    entry.read = 0;
+  } else entry.read = Number((await storage.get(config!.counterKey)) ?? 0);
+}
+
+/** The section's write while it holds: fenced read + 1 (per member), a reader's second GET, a semaphore holder's INCR. */
+async function write(entry: Entry): Promise<void> {
+  if (entry.members) {
+    await Promise.all(entry.members.map(async (m) => (m.write = await fencedSet(m.read + 1, m.token, m.name))));
+    entry.write = entry.members.every((m) => m.write === 'ok') ? 'ok' : 'stale';
+  } else if (entry.mode === 'read') entry.reread = Number((await storage.get(config!.counterKey)) ?? 0);
+  else if (entry.permits !== undefined) entry.write = (await storage.incr(config!.counterKey)) > 0 ? 'ok' : 'none';
+  else entry.write = await fencedSet(entry.read + 1, entry.token);
+}
+
+/** A write sent on purpose after the loss was signalled: only a fenced one shows anything. */
+async function lateWrite(entry: Entry): Promise<void> {
+  if (entry.members) {
+    for (const m of entry.members) m.late = { at: now(), write: await fencedSet(m.read + 1, m.token, m.name) };
+  } else if (entry.mode !== 'read' && entry.permits === undefined) {
+    const at = now();
+    entry.late = { at, write: await fencedSet(entry.read + 1, entry.token) };
+  }
 }
 
 async function section(loop: number): Promise<void> {
   // On the shared clock, right before the call: the checker's FIFO order.
   const asked = now();
   waiting.set(loop, asked);
+  const choice = choose();
   let lease: Lease;
   try {
-    lease = await lock.acquire(config!.fixedLeaseMs === undefined ? undefined : { leaseMs: config!.fixedLeaseMs });
+    lease = await choice.acquire(config!.fixedLeaseMs === undefined ? undefined : { leaseMs: config!.fixedLeaseMs });
   } catch (error) {
     // Redis unreachable (a restart): count it, and try again as an application would.
     count(error);
@@ -101,8 +186,15 @@ async function section(loop: number): Promise<void> {
     write: 'none',
     lostAt: null,
   };
-  const hold = pendingHold;
-  pendingHold = undefined;
+  if (choice.mode) entry.mode = choice.mode;
+  if (choice.permits !== undefined) entry.permits = choice.permits;
+  if (choice.members) {
+    const leases = (lease as MultiLease).members;
+    entry.members = choice.members.map((name, i): MemberSection => ({ name, token: leases[i]!.fencingToken, read: -1, write: 'none' }));
+  }
+  // A hold asked for one side waits for a section of that side.
+  const hold = pendingHold && (pendingHold.mode === undefined || pendingHold.mode === choice.mode) ? pendingHold : undefined;
+  if (hold) pendingHold = undefined;
   const onLost = () => {
     entry.lostAt = now();
     entry.lostCode = errorCode(lease.signal.reason);
@@ -114,7 +206,7 @@ async function section(loop: number): Promise<void> {
     else lease.signal.addEventListener('abort', onLost, { once: true });
   }
   try {
-    entry.read = Number((await storage.get(config!.counterKey)) ?? 0);
+    await read(entry);
     entry.end = now();
     if (hold) {
       send({ type: 'holding', worker, entry });
@@ -125,11 +217,10 @@ async function section(loop: number): Promise<void> {
     }
     // The rule of the API: stop writing once the signal aborted.
     if (config!.blind || !lease.signal.aborted) {
-      entry.write = await fencedSet(entry.read + 1, entry.token);
+      await write(entry);
       entry.end = now();
     } else if (hold?.lateWrite) {
-      const at = now();
-      entry.late = { at, write: await fencedSet(entry.read + 1, entry.token) };
+      await lateWrite(entry);
     }
   } catch (error) {
     count(error);

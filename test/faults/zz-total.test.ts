@@ -1,14 +1,16 @@
-// The closing line of a fault run: the scenarios' figures summed. Runs last (files run in name order).
+// The closing line of a fault run: the scenarios' figures summed, over every worker process of the
+// run (test/run.ts runs this file last, alone).
 import * as assert from 'uvu/assert';
 import { describe } from '../helpers/describe.ts';
 import { percent } from './checker.ts';
-import { MODE, results } from './harness.ts';
+import { allResults, MODE } from './harness.ts';
 
 /** What a full run (npm run test:faults) must reach over all scenarios. */
 const FULL_ACQUISITIONS = 20_000;
 
 describe('faults: total', (it) => {
   it('prints the total over every scenario of this run', () => {
+    const results = allResults();
     if (results.length === 0) return;
     const sum = (pick: (r: (typeof results)[number]) => number) => results.reduce((total, r) => total + pick(r), 0);
     const max = (pick: (r: (typeof results)[number]) => number) => results.reduce((most, r) => Math.max(most, pick(r)), 0);

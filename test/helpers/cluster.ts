@@ -1,49 +1,186 @@
-// A private Redis Cluster of three masters, from redis-server processes on free ports.
+// A private Redis Cluster from redis-server processes on free ports: three masters by default, each
+// with `replicas` replicas when asked (redis-cli --cluster create --cluster-replicas n).
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Cluster } from 'ioredis';
+import { Cluster, type ClusterOptions } from 'ioredis';
 import { freePort, startPrivateRedis, type RedisServer } from './redis.ts';
+
+export interface ClusterStartOptions {
+  /** @default 3 */
+  readonly masters?: number;
+  /** Replicas per master. @default 0 */
+  readonly replicas?: number;
+  /** cluster-node-timeout: how soon a dead master is failed over. @default 2000 */
+  readonly nodeTimeoutMs?: number;
+  /** More redis-server arguments for every node. */
+  readonly args?: readonly string[];
+}
 
 export interface RedisCluster {
   readonly nodes: readonly RedisServer[];
-  connect(): Cluster;
+  /** A Cluster client (closed by stop()). */
+  connect(options?: ClusterOptions): Cluster;
+  /** The node serving `slot` as a master now, asked of the nodes themselves. */
+  masterOf(slot: number): Promise<RedisServer>;
+  /** The replicas of a master, as the master reports them. */
+  replicasOf(master: RedisServer): Promise<RedisServer[]>;
+  /** The slot of a key (CLUSTER KEYSLOT). */
+  slotOf(key: string): Promise<number>;
+  /** Until every live node reports cluster_state:ok, agrees on the masters, and each master's replicas are in sync. */
+  settled(ms?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startCluster(masters = 3): Promise<RedisCluster> {
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function startCluster(options: number | ClusterStartOptions = {}): Promise<RedisCluster> {
+  const { masters = 3, replicas = 0, nodeTimeoutMs = 2_000, args = [] } = typeof options === 'number' ? { masters: options } : options;
   const nodes: RedisServer[] = [];
   const clients = new Set<Cluster>();
-  try {
-    for (let i = 0; i < masters; i++) {
-      const file = `nodes-${await freePort()}.conf`;
-      nodes.push(await startPrivateRedis({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', file, '--cluster-node-timeout', '2000'] }));
+  const admin = new Map<RedisServer, ReturnType<RedisServer['connect']>>();
+  const adminOf = (node: RedisServer) => {
+    let connection = admin.get(node);
+    if (!connection) admin.set(node, (connection = node.connect()));
+    return connection;
+  };
+  const alive = async (node: RedisServer) => {
+    try {
+      return (await Promise.race([adminOf(node).ping(), sleep(300).then(() => 'timeout')])) === 'PONG';
+    } catch {
+      return false;
     }
-    await promisify(execFile)('redis-cli', [
-      '--cluster', 'create', ...nodes.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', '0', '--cluster-yes',
-    ]);
-    // Wait until every node agrees the cluster is up.
-    for (const node of nodes) {
-      const redis = node.connect();
-      for (let i = 0; !/cluster_state:ok/.test(String(await redis.call('CLUSTER', 'INFO'))); i++) {
-        if (i > 200) throw new Error('the cluster did not come up');
-        await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+  const byPort = (port: number) => nodes.find((node) => node.port === port);
+
+  const cluster: RedisCluster = {
+    nodes,
+    connect(clusterOptions = {}) {
+      const client = new Cluster(
+        nodes.map((node) => ({ host: node.host, port: node.port })),
+        clusterOptions as never,
+      );
+      client.on('error', () => undefined);
+      clients.add(client);
+      return client;
+    },
+    async masterOf(slot) {
+      for (const node of nodes) {
+        if (!(await alive(node))) continue;
+        const shards = (await adminOf(node).call('CLUSTER', 'SLOTS')) as [number, number, [string, number, string]][];
+        for (const [from, to, [, port]] of shards) {
+          const owner = byPort(port);
+          if (slot >= from && slot <= to && owner) return owner;
+        }
+      }
+      throw new Error(`no node serves slot ${slot}`);
+    },
+    async replicasOf(master) {
+      // Asked of the replicas (a master may list one whose handshake was cut short as port 0).
+      const replicas: RedisServer[] = [];
+      for (const node of nodes) {
+        if (node === master || !(await alive(node))) continue;
+        if (new RegExp(`^master_port:${master.port}\\b`, 'm').test(String(await adminOf(node).info('replication')))) replicas.push(node);
+      }
+      return replicas;
+    },
+    async slotOf(key) {
+      for (const node of nodes) if (await alive(node)) return Number(await adminOf(node).call('CLUSTER', 'KEYSLOT', key));
+      throw new Error('no node answers');
+    },
+    async settled(ms = 20_000) {
+      const until = Date.now() + ms;
+      for (;;) {
+        if (await isSettled()) return;
+        if (Date.now() > until) throw new Error('the cluster did not settle');
+        await sleep(50);
+      }
+    },
+    async stop() {
+      for (const client of clients) client.disconnect();
+      for (const connection of admin.values()) connection.disconnect();
+      await Promise.all(nodes.map((node) => node.stop()));
+    },
+  };
+
+  async function isSettled(): Promise<boolean> {
+    const live: RedisServer[] = [];
+    for (const node of nodes) if (await alive(node)) live.push(node);
+    let view: string | undefined;
+    let mastersUp = 0;
+    for (const node of live) {
+      const connection = adminOf(node);
+      if (!/cluster_state:ok/.test(String(await connection.call('CLUSTER', 'INFO')))) return false;
+      // Every node must see the same masters and slots (a failover spreads by gossip).
+      const slots = JSON.stringify(((await connection.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][]).map(([from, to, [, port]]) => [from, to, port]).sort());
+      if (view !== undefined && slots !== view) return false;
+      view = slots;
+      const replication = String(await connection.info('replication'));
+      if (/role:master/.test(replication)) {
+        mastersUp++;
+        // Every live node that names this one as its master must be attached and in sync.
+        // (Counted, not matched by port: a replica whose handshake was refused half-way reports port 0.)
+        const online = [...replication.matchAll(/^slave\d+:ip=[^,]+,port=\d+,state=online/gm)].length;
+        if (online < live.filter((other) => replicaOfPort.get(other) === node.port).length) return false;
+      } else if (!/master_link_status:up/.test(replication)) {
+        return false;
       }
     }
+    return mastersUp === masters;
+  }
+
+  const replicaOfPort = new Map<RedisServer, number>();
+
+  try {
+    for (let i = 0; i < masters * (1 + replicas); i++) {
+      const file = `nodes-${await freePort()}.conf`;
+      nodes.push(
+        await startPrivateRedis({
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', file, '--cluster-node-timeout', String(nodeTimeoutMs), '--appendonly', 'no', '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0', ...args],
+        }),
+      );
+    }
+    await promisify(execFile)('redis-cli', [
+      '--cluster', 'create', ...nodes.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', String(replicas), '--cluster-yes',
+    ]);
+    // Wait until every node agrees the cluster is up and every replica is attached and in sync.
+    const until = Date.now() + 30_000;
+    for (;;) {
+      for (const node of nodes) {
+        const info = String(await adminOf(node).info('replication'));
+        const port = /master_port:(\d+)/.exec(info)?.[1];
+        if (port) replicaOfPort.set(node, Number(port));
+      }
+      if (replicaOfPort.size === masters * replicas && (await isSettled())) break;
+      if (Date.now() > until) throw new Error('the cluster did not come up');
+      await sleep(50);
+    }
   } catch (error) {
+    for (const connection of admin.values()) connection.disconnect();
     await Promise.all(nodes.map((node) => node.stop()));
     throw error;
   }
+  // After a failover, a node's master changes: read it again whenever asked.
+  const refresh = async () => {
+    replicaOfPort.clear();
+    for (const node of nodes) {
+      if (!(await alive(node))) continue;
+      const port = /master_port:(\d+)/.exec(String(await adminOf(node).info('replication')))?.[1];
+      if (port) replicaOfPort.set(node, Number(port));
+    }
+  };
+  const settledOnce = cluster.settled;
   return {
-    nodes,
-    connect() {
-      const cluster = new Cluster(nodes.map((node) => ({ host: node.host, port: node.port })));
-      cluster.on('error', () => undefined);
-      clients.add(cluster);
-      return cluster;
-    },
-    async stop() {
-      for (const cluster of clients) cluster.disconnect();
-      await Promise.all(nodes.map((node) => node.stop()));
+    ...cluster,
+    async settled(ms) {
+      const until = Date.now() + (ms ?? 20_000);
+      for (;;) {
+        await refresh();
+        try {
+          return await settledOnce(Math.min(2_000, until - Date.now()));
+        } catch (error) {
+          if (Date.now() > until) throw error;
+        }
+      }
     },
   };
 }

@@ -312,6 +312,56 @@ describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
         return warning;
       },
     ],
+    ERR_LOCK_PERMITS_MISMATCH: [
+      'a semaphore acquire with another limit than the leases held under its name',
+      async () => {
+        const name = uniqueName();
+        const held = await s.other.semaphore(name, { permits: 3 }).acquire();
+        const error = await rejects(s.client.semaphore(name, { permits: 5 }).acquire({ waitMs: 0 }));
+        await held.release();
+        return error;
+      },
+    ],
+    ERR_LOCK_UPGRADE: [
+      'writeLock().acquire() in a context that holds the read lock of the same read-write lock',
+      async () => {
+        const rw = s.client.readWriteLock(uniqueName());
+        return rw.readLock().runExclusive(() => rejects(rw.writeLock().acquire()));
+      },
+    ],
+    ERR_LOCK_NO_QUORUM: [
+      'tryAcquire() on a Redlock client of 3 masters, 2 of them with nothing listening',
+      async () => {
+        const client = new LockClient({ redis: [s.f.server.url, `redis://127.0.0.1:${await freePort()}`, `redis://127.0.0.1:${await freePort()}`] });
+        client.on('error', noop);
+        const error = await within(rejects(client.lock(uniqueName()).tryAcquire()), 5_000, 'tryAcquire, a majority down');
+        await client.close();
+        return error;
+      },
+    ],
+    ERR_LOCK_REPLICATION: [
+      'acquire() with `replicas: 1` on a server that has no replica (WAIT answers 0)',
+      async () => {
+        const client = new LockClient({ redis: s.f.server.url, replicas: 1, replicaTimeoutMs: 20 });
+        const error = await rejects(client.lock(uniqueName()).acquire());
+        await client.close();
+        return error;
+      },
+    ],
+    ERR_LOCK_UNSUPPORTED: [
+      'client.fairLock() on a Redlock client (no quorum version)',
+      async () => {
+        const client = new LockClient({ redis: [s.f.server.url, `redis://127.0.0.1:${await freePort()}`, `redis://127.0.0.1:${await freePort()}`] });
+        try {
+          client.fairLock(uniqueName());
+          return undefined;
+        } catch (error) {
+          return error;
+        } finally {
+          await client.close();
+        }
+      },
+    ],
   };
 
   for (const [code, [how, produce]] of Object.entries(table)) {

@@ -125,11 +125,12 @@ const table: Row[] = [
         { label: 'a number', value: 6379, shown: '`6379` (number)' },
         { label: 'a host:port string', value: '127.0.0.1:6379', shown: '"127.0.0.1:6379"' },
         { label: 'an empty string', value: '', shown: '`""`' },
-        { label: 'an array', value: ['redis://127.0.0.1:1'], shown: '(array)' },
         { label: 'options with keyPrefix', value: { keyPrefix: 'app:' }, shown: 'keyPrefix' },
       ],
       TypeError,
     ],
+    // An array is Redlock's: 3 independent servers at least (test/integration/redlock/).
+    [[{ label: 'an array of 1', value: ['redis://127.0.0.1:1'], shown: 'an array of 1' }], RangeError],
   ]),
   ...rows('client.lock(name)', 'name', ({ client }, value) => client.lock(value as string), [
     [[...nonStrings, { label: 'missing', value: undefined, shown: '(undefined)' }], TypeError],

@@ -1,0 +1,83 @@
+// npm run examples: runs every example of examples/ (but diagnostics, which the tests run) against
+// one Redis and checks its outcome, including that each check fails without the lock (--no-lock).
+// Redis: REDIS_URL, else a private redis-server, else Docker (relock/testing's startRedis).
+//
+//   node scripts/run-examples.mjs           # the examples as they are in the repository (after npm run build)
+//   node scripts/run-examples.mjs --packed  # copied into an empty project that installed the packed tarball
+//                                           # (npm install of the tarball, ioredis and tsx: needs the registry or npm's cache)
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startRedis } from 'relock/testing';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const packed = process.argv.includes('--packed');
+
+/** What each run must end with: its exit code and a line of its output. */
+const CASES = [
+  { file: 'flash-sale/main.ts', code: 0, says: /^OK: never oversold$/m },
+  { file: 'flash-sale/main.ts', args: ['--no-lock'], code: 1, says: /^OVERSOLD/m },
+  { file: 'payments/main.ts', code: 0, says: /^OK: each account took its payments one at a time/m },
+  { file: 'payments/main.ts', args: ['--no-lock'], code: 1, says: /^INTERLEAVED/m },
+  { file: 'nightly-report/main.ts', code: 0, says: /^OK: one node of three built the report$/m },
+  { file: 'nightly-report/cron.sh', code: 0, says: /^OK: one node of three built the report$/m, also: (out) => (out.match(/relock exited 75$/gm) ?? []).length === 2 },
+  { file: 'form-submit/main.ts', code: 0, says: /^OK: inserted once/m },
+  { file: 'form-submit/main.ts', args: ['--no-lock'], code: 1, says: /^DUPLICATE/m },
+];
+const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit'];
+
+function npm(args, cwd) {
+  return execFileSync('npm', args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+}
+
+/** An empty project with the packed tarball (and ioredis, tsx) installed and the examples copied in. */
+function installPacked(dir) {
+  const [{ filename }] = JSON.parse(npm(['pack', '--json', '--pack-destination', dir], root));
+  const project = join(dir, 'project');
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'relock-examples', private: true, type: 'module' }, null, 2));
+  npm(['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename), 'ioredis', 'tsx'], project);
+  for (const example of EXAMPLES) cpSync(join(root, 'examples', example), join(project, example), { recursive: true });
+  console.log(`installed ${filename} into ${project}`);
+  return project;
+}
+
+function run(cwd, file, args, env) {
+  const [command, argv] = file.endsWith('.sh') ? ['bash', [file, ...args]] : [process.execPath, ['--import', 'tsx', file, ...args]];
+  return new Promise((resolve) => {
+    const child = spawn(command, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal, output });
+    });
+  });
+}
+
+const dir = packed ? mkdtempSync(join(tmpdir(), 'relock-examples-')) : undefined;
+const redis = await startRedis();
+let failed = 0;
+try {
+  const cwd = dir ? installPacked(dir) : join(root, 'examples');
+  const env = { ...process.env, REDIS_URL: redis.url, ...(dir ? { RELOCK: join(cwd, 'node_modules', '.bin', 'relock') } : {}) };
+  for (const { file, args = [], code, says, also } of CASES) {
+    const title = `examples/${file}${args.length ? ` ${args.join(' ')}` : ''}`;
+    const result = await run(cwd, file, args, env);
+    const ok = result.code === code && says.test(result.output) && (also?.(result.output) ?? true);
+    if (!ok) failed++;
+    console.log(`\n${ok ? 'ok  ' : 'FAIL'} ${title} (exit ${result.code}, expected ${code})\n${result.output.replace(/^/gm, '     ').trimEnd()}`);
+  }
+} finally {
+  // relock/testing unref()s its redis-server: keep this process up until stop() has seen it exit.
+  const up = setInterval(() => {}, 1_000);
+  await redis.stop();
+  clearInterval(up);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}
+console.log(`\nexamples: ${CASES.length - failed} passed, ${failed} failed${packed ? ' (from the packed tarball)' : ''}`);
+if (failed > 0) process.exitCode = 1;

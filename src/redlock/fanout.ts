@@ -1,0 +1,122 @@
+// The subscriber connection of a Redlock client: one real subscriber connection per master behind the
+// face of one, so the runtime's Subscriber and WaitingRoom stay as they are. A release publishes on
+// every master with one unique message, delivered once a majority of masters has published it.
+import { EventEmitter } from 'node:events';
+import type { RedisClient } from '../options.ts';
+
+/** Messages of Redlock releases (`rl:<nonce>:<seq>`) arrive once per master that released. */
+const REDLOCK_MESSAGE = /^rl:/;
+/** A release heard from fewer than a majority of masters is delivered this long after its first copy. */
+const FALLBACK_MS = 20;
+
+interface Copies {
+  count: number;
+  delivered: boolean;
+  readonly timer: NodeJS.Timeout;
+}
+
+export class FanoutConnection extends EventEmitter {
+  readonly #connections: readonly RedisClient[];
+  readonly #quorum: number;
+  readonly #copies = new Map<string, Copies>();
+  /** Connections where a SUBSCRIBE failed: their first 'ready' must subscribe them. */
+  readonly #missed = new Set<RedisClient>();
+  #readyOnce = false;
+
+  /**
+   * @param connections one subscriber connection per master (relock's own, lazily connecting)
+   * @param quorum how many masters must confirm a subscription
+   */
+  constructor(connections: readonly RedisClient[], quorum: number) {
+    super();
+    this.#connections = connections;
+    this.#quorum = quorum;
+    for (const connection of connections) {
+      let ready = false;
+      connection.on('message', (channel: string, message: string) => this.#message(channel, message));
+      connection.on('ready', () => {
+        // The Subscriber treats its first 'ready' as the start and any later one as a reconnect: the
+        // first master up starts it; a master that comes back after a drop, or that comes up late after
+        // a SUBSCRIBE failed on it, is a reconnect (everything is subscribed again, every waiter retries).
+        if (!ready && this.#readyOnce && !this.#missed.has(connection)) {
+          ready = true;
+          return;
+        }
+        ready = true;
+        this.#readyOnce = true;
+        this.emit('ready');
+      });
+    }
+  }
+
+  /**
+   * A release is delivered once, when a majority of masters has published it (a release publishes on
+   * a majority, the gate among them: the lock is free there, where a waiter woken by the first copy
+   * would race the releases still on their way), or 20 ms after its first copy if that majority never
+   * publishes it (masters down, a holder without the gate). Other messages pass at once.
+   */
+  #message(channel: string, message: string): void {
+    if (!REDLOCK_MESSAGE.test(message)) {
+      this.emit('message', channel, message);
+      return;
+    }
+    const key = `${channel}\n${message}`;
+    let copies = this.#copies.get(key);
+    if (!copies) {
+      const created: Copies = {
+        count: 0,
+        delivered: false,
+        timer: setTimeout(() => {
+          // Delivered without a majority; copies still on their way are counted, not delivered again.
+          setTimeout(() => this.#copies.delete(key), 1_000).unref();
+          if (created.delivered) return;
+          created.delivered = true;
+          this.emit('message', channel, message);
+        }, FALLBACK_MS).unref(),
+      };
+      this.#copies.set(key, (copies = created));
+    }
+    if (++copies.count === this.#quorum) {
+      clearTimeout(copies.timer);
+      this.#copies.delete(key);
+      if (copies.delivered) return;
+      copies.delivered = true;
+      this.emit('message', channel, message);
+    }
+  }
+
+  /** Subscribes on every master; resolves once a majority confirmed, rejects once a majority cannot. */
+  subscribe(...channels: string[]): Promise<void> {
+    const n = this.#connections.length;
+    return new Promise<void>((resolve, reject) => {
+      let ok = 0;
+      let failed = 0;
+      const fail = (connection: RedisClient, error: unknown) => {
+        this.#missed.add(connection);
+        if (++failed === n - this.#quorum + 1) reject(error);
+      };
+      for (const connection of this.#connections) {
+        // A connection known down fails at once (it is subscribed again when it comes back).
+        if (connection.status === 'reconnecting' || connection.status === 'end' || connection.status === 'close') {
+          fail(connection, new Error(`the subscriber connection is ${connection.status}`));
+          continue;
+        }
+        connection.subscribe(...channels).then(
+          () => {
+            if (++ok === this.#quorum) resolve();
+          },
+          (error: unknown) => fail(connection, error),
+        );
+      }
+    });
+  }
+
+  /** Unsubscribes on every master; failures only leave subscriptions nobody listens to. */
+  async unsubscribe(...channels: string[]): Promise<void> {
+    await Promise.allSettled(this.#connections.map((connection) => connection.unsubscribe(...channels)));
+  }
+
+  disconnect(): void {
+    for (const connection of this.#connections) connection.disconnect();
+  }
+}

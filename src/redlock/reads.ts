@@ -1,0 +1,70 @@
+// The reads of a Redlock lock, each answered by the majority: locked when a majority holds it, the
+// time to live and the hold count that a majority has.
+import { LockError } from '../errors.ts';
+import type { LockKeys } from '../lock/keys.ts';
+import { answeredError, count, gather, noQuorum, quorumOf, type Master } from './quorum.ts';
+
+export class QuorumReads {
+  readonly masters: readonly Master[];
+  /** The majority: floor(n / 2) + 1. */
+  readonly quorum: number;
+
+  constructor(masters: readonly Master[]) {
+    this.masters = masters;
+    this.quorum = quorumOf(masters.length);
+  }
+
+  /** Locked when a majority of masters hold the lock hash. */
+  isLocked(keys: LockKeys): Promise<boolean> {
+    const n = this.masters.length;
+    return gather(
+      this.masters,
+      ({ runner }) => runner.read<string>('type', keys.lock),
+      (replies, done) => {
+        for (const reply of replies) {
+          if (reply?.ok && reply.value !== 'hash' && reply.value !== 'none') {
+            throw new LockError(`Redis key "${keys.lock}" holds a ${reply.value}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
+              code: 'ERR_LOCK_WRONG_TYPE',
+            });
+          }
+        }
+        if (count(replies, (reply) => reply.ok && reply.value === 'hash') >= this.quorum) return true;
+        if (count(replies, (reply) => reply.ok && reply.value === 'none') > n - this.quorum) return false;
+        if (!done) return undefined;
+        throw answeredError(replies) ?? noQuorum(`Lock at "${keys.lock}" could not be read`, this.masters, replies);
+      },
+      true,
+    );
+  }
+
+  /** How long a majority keeps holding it: the quorum-th longest time to live; null when no majority holds it. */
+  async remainingTtlMs(keys: LockKeys): Promise<number | null> {
+    const ttls = await this.#all(keys, (runner) => runner.read<number>('pttl', keys.lock), 'read');
+    if (!(await this.isLocked(keys))) return null;
+    const held = ttls.filter((ttl) => ttl !== -2).map((ttl) => (ttl === -1 ? Number.POSITIVE_INFINITY : ttl));
+    held.sort((a, b) => b - a);
+    return held[this.quorum - 1] ?? null;
+  }
+
+  /** The owner's count that a majority has (the quorum-th largest). */
+  async holdCount(keys: LockKeys, owner: string): Promise<number> {
+    const counts = (await this.#all(keys, (runner) => runner.read<string | null>('hget', keys.lock, owner), 'read')).map((value) => Number(value ?? 0));
+    counts.sort((a, b) => b - a);
+    return counts[this.quorum - 1] ?? 0;
+  }
+
+  /** A read on every master, all answers (a majority at least) once every master answered or failed. */
+  #all<R>(keys: LockKeys, read: (runner: Master['runner']) => Promise<R>, what: string): Promise<R[]> {
+    return gather(
+      this.masters,
+      ({ runner }) => read(runner),
+      (replies, done) => {
+        if (!done) return undefined;
+        const values = replies.filter((reply) => reply?.ok).map((reply) => (reply as { value: R }).value);
+        if (values.length >= this.quorum) return values;
+        throw answeredError(replies) ?? noQuorum(`Lock at "${keys.lock}" could not be ${what}`, this.masters, replies);
+      },
+      true,
+    );
+  }
+}

@@ -1,0 +1,134 @@
+// One side of a read-write lock, a Lock of its own: the read side (shared) or the write side
+// (exclusive). Re-entry, tracing, tryAcquire and runExclusive come from LockBase; this file takes a
+// fresh hold: the upgrade check, the downgrade, the attempt, and the two ways of waiting.
+import { randomUUID } from 'node:crypto';
+import type { Lease } from '../api.ts';
+import { LockError, LockTimeoutError } from '../errors.ts';
+import { LeaseImpl } from '../lease.ts';
+import { LockBase } from '../lock-base.ts';
+import { acquire, frame, type Attempt } from '../runtime/acquire.ts';
+import { Hold, type HoldScripts } from '../runtime/hold.ts';
+import { wakeHead } from '../runtime/waiting.ts';
+import type { RwSideKeys } from './keys.ts';
+import { readWait, wakeAll } from './read-wait.ts';
+import type { RwShared } from './shared.ts';
+
+const noop = () => undefined;
+
+export class RwSideImpl extends LockBase<RwSideKeys> {
+  readonly #shared: RwShared;
+  readonly #keys: RwSideKeys;
+  /** The other side's keys: a reader asks whether its context writes (downgrade), a writer whether it reads (upgrade). */
+  readonly #other: RwSideKeys;
+  readonly #scripts: HoldScripts;
+
+  constructor(shared: RwShared, name: string, keys: RwSideKeys, other: RwSideKeys) {
+    super(shared.runtime, keys.side === 'r' ? 'read-lock' : 'write-lock', name, keys, shared.commands);
+    this.#shared = shared;
+    this.#keys = keys;
+    this.#other = other;
+    const { commands } = shared;
+    const member = (hold: Hold) => `${keys.side}:${hold.owner}`;
+    this.#scripts = {
+      release: (hold, believed, whole) => commands.release(keys.rw, member(hold), believed, whole),
+      reenter: (hold, believed, leaseMs) => commands.reenter(keys.rw, member(hold), believed, leaseMs),
+    };
+  }
+
+  protected async takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+    const { runtime, commands } = this.#shared;
+    const context = runtime.context.find(this.#other.lock);
+    if (this.#keys.side === 'w' && context) {
+      // Two readers that both wait to upgrade would wait for each other for ever: refused at once.
+      throw new LockError(
+        `Lock "${this.name}": this async context holds the read lock, and a read lock cannot be upgraded to the write lock; release the read lock first`,
+        { lockName: this.name, code: 'ERR_LOCK_UPGRADE' },
+      );
+    }
+    // One id for the whole wait: a writer's intent and a reader's place among the waiting are its.
+    const waitId = `${runtime.clientId}:${randomUUID()}`;
+    let refused = false;
+    const attempt = async () => {
+      const outcome = await this.#attempt(leaseMs, waitId, context?.owner ?? '');
+      if (outcome.kind === 'busy') refused = true;
+      return outcome;
+    };
+    const { rw, side } = this.#keys;
+    const request = {
+      name: this.name,
+      waitMs,
+      signal,
+      need: 1,
+      leaseMs: leaseMs ?? runtime.leaseMs,
+      attempt,
+      giveBack: (lease: LeaseImpl) => lease.giveBack(),
+    };
+    try {
+      // A writer waits as a plain lock's waiter does: one local queue, a message wakes its head.
+      if (side === 'w') return await acquire(runtime, { ...request, channel: rw.toWriters, rule: wakeHead, key: this.#keys.lock });
+      let tried = false;
+      // A reader's fast path, as acquire() has it: one attempt, no controller, no timer.
+      if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && !runtime.waiting.listening(rw.toReaders)))) {
+        try {
+          return await acquire(runtime, { ...request, waitMs: 0, channel: rw.toReaders, rule: wakeAll, key: this.#other.lock });
+        } catch (error) {
+          if (waitMs === 0 || !(error instanceof LockTimeoutError)) throw error;
+          tried = true;
+        }
+      }
+      return await frame(runtime, {
+        ...request,
+        wait: (stop, state) => readWait({ runtime, name: this.name, channel: rw.toReaders, key: this.#other.lock, waitMs, tried, attempt }, stop, state),
+      });
+    } catch (error) {
+      // A refused writer's intent keeps new readers out, a refused reader may be admitted to a read
+      // batch: neither may outlive the wait. Sent after the attempts on the same connection.
+      if (refused) commands.leave(rw, waitId).catch(noop);
+      throw error;
+    }
+  }
+
+  /** One acquire script call for a fresh hold (a new owner each time). */
+  async #attempt(leaseMs: number | undefined, waitId: string, writeOwner: string): Promise<Attempt<LeaseImpl>> {
+    const { runtime, commands, renewer, targets } = this.#shared;
+    const { watchdog, runner } = runtime;
+    const { side, rw } = this.#keys;
+    const lease = leaseMs ?? runtime.leaseMs;
+    const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
+    const member = `${side}:${hold.owner}`;
+    targets.set(hold, { rw, member });
+    // Renewal is registered before the acquire is sent, and only while an attempt is out.
+    if (hold.renewable) watchdog.add(hold);
+    const sentAt = watchdog.clock.now();
+    const mark = runner.mark();
+    let outcome;
+    try {
+      outcome =
+        side === 'r'
+          ? await commands.readAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, writeOwner)
+          : await commands.writeAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId);
+    } catch (error) {
+      watchdog.delete(hold);
+      // No answer is not "not taken": the script may still run after a client-side timeout. The
+      // owner is this attempt's alone, so giving it back is safe whatever happened.
+      if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') commands.release(rw, member, 1, true).catch(noop);
+      throw error;
+    }
+    if (outcome.kind === 'busy') {
+      watchdog.delete(hold);
+      // ioredis may have resent this attempt after a first send that took the lock: give that back.
+      if (runner.maybeResent(mark)) commands.release(rw, member, 1, true).catch(noop);
+      // A writer behind readers renews its intent by trying again; otherwise sleep until the hint
+      // passes (a lease or an intent ends), a millisecond more.
+      const retryMs = outcome.hintMs + 1;
+      return { kind: 'busy', retryMs: outcome.intent ? Math.min(retryMs, commands.settings.intentRenewMs) : retryMs };
+    }
+    hold.acquired(outcome.token, sentAt, lease);
+    if (watchdog.clock.now() >= hold.deadline) {
+      // The reply came so late that the lease it began may be over already: never hand out a lost lease.
+      hold.giveBack().catch(noop);
+      return { kind: 'late' };
+    }
+    return { kind: 'acquired', value: new LeaseImpl(hold, 1, side === 'r' ? 'read-lock' : 'write-lock', runtime.clientId, runtime.closed) };
+  }
+}

@@ -1,0 +1,168 @@
+// The semaphore: at most `permits` held at once across every client of a name, each lease its own
+// expirable set of permits, kept alive by the watchdog or ended by a fixed lease. Not reentrant.
+import type { Lease, Semaphore } from '../api.ts';
+import { traceAcquire } from '../diagnostics.ts';
+import { LockError, LockTimeoutError } from '../errors.ts';
+import { LeaseImpl, runExclusive } from '../lease.ts';
+import type { AcquireOptions, SemaphoreOptions } from '../options.ts';
+import { acquire, isUnreachable, type Attempt } from '../runtime/acquire.ts';
+import { Hold, type HoldScripts } from '../runtime/hold.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import type { WakeRule } from '../runtime/waiting.ts';
+import type { Renewer } from '../runtime/watchdog.ts';
+import { checkFunction, checkMs, checkOptions, checkPermits, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from '../validate.ts';
+import { SemaphoreCommands } from './commands.ts';
+import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
+
+/** What every semaphore of one client shares: its runtime, its commands, and the renewer of its leases. */
+export interface SemaphoreShared {
+  readonly runtime: Runtime;
+  readonly commands: SemaphoreCommands;
+  readonly renewer: Renewer;
+}
+
+export function createSemaphoreShared(runtime: Runtime): SemaphoreShared {
+  const commands = new SemaphoreCommands(runtime.runner, runtime.publish);
+  // A Cluster cannot run one script over keys of several slots: renew one lease per call there.
+  return { runtime, commands, renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 250 } };
+}
+
+/**
+ * A release message carries how many permits came free: it wakes the heads of the local queue while
+ * their needs fit in that number (the head whatever its need), in order, never the whole herd.
+ */
+export const wakePermits: WakeRule = (queue, message) => {
+  let left = Number(message);
+  if (!Number.isSafeInteger(left) || left < 1) left = 1;
+  for (let i = 0; i < queue.length && left > 0; i++) {
+    const waiter = queue[i]!;
+    if (i > 0 && waiter.need > left) break;
+    waiter.wake();
+    left -= waiter.need;
+  }
+};
+
+const noop = () => undefined;
+
+export class SemaphoreImpl implements Semaphore {
+  readonly name: string;
+  readonly permits: number;
+  readonly #shared: SemaphoreShared;
+  readonly #keys: SemaphoreKeys;
+  readonly #scripts: HoldScripts;
+
+  /** @throws {TypeError | RangeError} for bad options, naming `permits`. */
+  constructor(shared: SemaphoreShared, prefix: string, name: string, options: SemaphoreOptions) {
+    const o = checkOptions('semaphore()', options ?? {}, ['permits']);
+    this.permits = checkPermits(o.permits);
+    this.name = name;
+    this.#shared = shared;
+    const keys = (this.#keys = semaphoreKeys(prefix, name));
+    this.#scripts = { release: (hold) => shared.commands.release(keys, hold.owner) };
+  }
+
+  acquire(options?: AcquireOptions & { permits?: number }): Promise<Lease> {
+    try {
+      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal', 'permits']);
+      const waitMs = checkWaitMs(o.waitMs);
+      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+      const signal = checkSignal(o.signal);
+      const permits = this.#wanted(o.permits);
+      return traceAcquire(this.name, 'semaphore', this.#shared.runtime.clientId, () => this.#take(waitMs, leaseMs, signal, permits));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async tryAcquire(options?: { leaseMs?: number; permits?: number }): Promise<Lease | null> {
+    const o = checkOptions('tryAcquire()', options, ['leaseMs', 'permits']);
+    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+    const permits = this.#wanted(o.permits);
+    try {
+      return await traceAcquire(this.name, 'semaphore', this.#shared.runtime.clientId, () => this.#take(0, leaseMs, undefined, permits));
+    } catch (error) {
+      if (error instanceof LockTimeoutError) return null;
+      throw error;
+    }
+  }
+
+  async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions & { permits?: number }): Promise<T> {
+    checkFunction('fn', fn);
+    return runExclusive((await this.acquire(options)) as LeaseImpl, fn);
+  }
+
+  async availablePermits(): Promise<number> {
+    const outcome = await this.#shared.commands.available(this.#keys, this.permits);
+    if (outcome.kind === 'mismatch') throw this.#mismatch(outcome.limit);
+    return outcome.permits;
+  }
+
+  /** The permits one acquire asks for: 1 by default, at most the limit. */
+  #wanted(value: unknown): number {
+    return value === undefined ? 1 : checkPermits(value, this.permits);
+  }
+
+  #mismatch(stored: number): LockError {
+    return new LockError(
+      `Semaphore "${this.name}" is held under a limit of ${stored} permits, not ${this.permits}: every user of one name must pass the same \`permits\``,
+      { lockName: this.name, code: 'ERR_LOCK_PERMITS_MISMATCH' },
+    );
+  }
+
+  /** Every acquire is a fresh lease: no re-entry, even inside a lease's own context. */
+  #take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, permits: number): Promise<Lease> {
+    const { runtime } = this.#shared;
+    return acquire(runtime, {
+      name: this.name,
+      waitMs,
+      signal,
+      channel: this.#keys.channel,
+      rule: wakePermits,
+      need: permits,
+      // The self-wait warning is about re-entry, which a semaphore never does, and one client may well
+      // hold permits while more of its acquires wait: a key no hold has keeps the warning off.
+      key: this.#keys.channel,
+      leaseMs: leaseMs ?? runtime.leaseMs,
+      attempt: () => this.#attempt(permits, leaseMs),
+      giveBack: (lease) => (lease as LeaseImpl).giveBack(),
+    });
+  }
+
+  /** One acquire script call for a new lease (a new owner id each time). */
+  async #attempt(permits: number, leaseMs: number | undefined): Promise<Attempt<Lease>> {
+    const { runtime, commands, renewer } = this.#shared;
+    const { watchdog, runner } = runtime;
+    const keys = this.#keys;
+    const lease = leaseMs ?? runtime.leaseMs;
+    const hold = new Hold(runtime, { name: this.name, key: keys.sem, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
+    // Renewal is registered before the acquire is sent, and only while an attempt is out.
+    if (hold.renewable) watchdog.add(hold);
+    const sentAt = watchdog.clock.now();
+    const mark = runner.mark();
+    let outcome;
+    try {
+      outcome = await commands.acquire(keys, hold.owner, permits, this.permits, lease, runtime.fenceTtlMs);
+    } catch (error) {
+      watchdog.delete(hold);
+      // No answer is not "not taken": the script may still run. The owner id is this attempt's alone.
+      if (isUnreachable(error)) commands.release(keys, hold.owner).catch(noop);
+      throw error;
+    }
+    if (outcome.kind !== 'acquired') {
+      watchdog.delete(hold);
+      if (outcome.kind === 'mismatch') throw this.#mismatch(outcome.limit);
+      // Resent after a reconnect, after a first send that took permits: give that lease back.
+      if (runner.maybeResent(mark)) commands.release(keys, hold.owner).catch(noop);
+      // Sleep until the earliest lease ends, a millisecond more (a Node timer may fire up to one
+      // early against Redis's clock); with no lease known, a whole lease.
+      return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };
+    }
+    hold.acquired(outcome.token, sentAt, lease);
+    if (watchdog.clock.now() >= hold.deadline) {
+      // The reply came so late that the lease it began may be over already: never hand out a lost lease.
+      hold.giveBack().catch(noop);
+      return { kind: 'late' };
+    }
+    return { kind: 'acquired', value: new LeaseImpl(hold, 1, 'semaphore', runtime.clientId, runtime.closed) };
+  }
+}

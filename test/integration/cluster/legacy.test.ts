@@ -1,0 +1,59 @@
+// A Redis Cluster without sharded pub/sub (a server before Redis 7, played here by a Redis 7 whose
+// SPUBLISH is renamed away): relock finds it out (COMMAND INFO SPUBLISH) and falls back to PUBLISH and
+// one SUBSCRIBE connection; the fair lock, whose grants count their receivers, is refused.
+import * as assert from 'uvu/assert';
+import { LockClient, LockError } from '../../../src/index.ts';
+import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { calls, closeAdmins, plainSubscriptions, shardConnections } from './support.ts';
+
+let cluster: RedisCluster;
+const clients: LockClient[] = [];
+const client = () => {
+  const made = new LockClient({ redis: cluster.connect(), leaseMs: 10_000 });
+  made.on('error', () => undefined);
+  clients.push(made);
+  return made;
+};
+
+describe('Redis Cluster without sharded pub/sub (no SPUBLISH)', (it) => {
+  it.before(async () => {
+    cluster = await startCluster({ masters: 3, args: ['--rename-command', 'SPUBLISH', ''] });
+  });
+  it.after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    closeAdmins(cluster.nodes);
+    await cluster.stop();
+  });
+
+  it('wakes waiters by PUBLISH over one SUBSCRIBE connection', async () => {
+    const [a, b] = [client(), client()];
+    const names = Array.from({ length: 6 }, () => uniqueName());
+    const held = await Promise.all(names.map((name) => a.lock(name).acquire()));
+    const published = (await Promise.all(cluster.nodes.map((node) => calls(node, 'publish')))).reduce((x, y) => x + y, 0);
+    const waits = names.map((name) => b.lock(name).acquire());
+    await eventually(() => b.waiting === names.length, 'every waiter queued');
+    const plain = await Promise.all(cluster.nodes.map(plainSubscriptions));
+    assert.is(plain.reduce((sum, p) => sum + p.connections, 0), 1, 'one SUBSCRIBE connection for every waiter');
+    assert.is((await Promise.all(cluster.nodes.map(shardConnections))).reduce((x, y) => x + y, 0), 0, 'no SSUBSCRIBE');
+    await Promise.all(held.map((lease) => lease.release()));
+    // The holders' leases are 10 s: woken within 2 s means woken by the releases' messages.
+    const leases = await within(Promise.all(waits), 2_000, 'woken by PUBLISH');
+    const after = (await Promise.all(cluster.nodes.map((node) => calls(node, 'publish')))).reduce((x, y) => x + y, 0);
+    assert.ok(after - published >= names.length, `${after - published} PUBLISH for ${names.length} releases`);
+    await Promise.all(leases.map((lease) => lease.release()));
+  });
+
+  it('refuses the fair lock with ERR_LOCK_UNSUPPORTED at its first acquire, and leaves nothing behind', async () => {
+    const a = client();
+    const name = uniqueName();
+    const error = await rejects(a.fairLock(name).acquire());
+    assert.instance(error, LockError);
+    assert.is((error as LockError).code, 'ERR_LOCK_UNSUPPORTED');
+    assert.match((error as LockError).message, /sharded pub\/sub/);
+    assert.is(await a.fairLock(name).isLocked(), false);
+    // The plain lock still works on the same client.
+    const lease = await a.lock(name).acquire({ waitMs: 0 });
+    await lease.release();
+  });
+});

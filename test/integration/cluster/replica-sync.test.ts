@@ -1,0 +1,84 @@
+// Replica sync (`replicas`, `replicaTimeoutMs`) on one primary with one replica (no Cluster): the
+// options are checked before any I/O, an acquire waits for the replica, and one that the replica
+// does not acknowledge is given back with ERR_LOCK_REPLICATION.
+import * as assert from 'uvu/assert';
+import { LockClient, LockError } from '../../../src/index.ts';
+import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
+import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
+import { calls, pidOf } from './support.ts';
+
+let primary: RedisServer;
+let replica: RedisServer;
+const clients: LockClient[] = [];
+const client = (options: { replicas?: number; replicaTimeoutMs?: number } = {}) => {
+  const made = new LockClient({ redis: primary.url, ...options });
+  clients.push(made);
+  return made;
+};
+
+describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
+  it.before(async () => {
+    primary = await startPrivateRedis({ args: ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'] });
+    replica = await startPrivateRedis({ args: ['--replicaof', primary.host, String(primary.port)] });
+    await eventually(async () => /master_link_status:up/.test(await replica.connect().info('replication')), 'replica in sync', 10_000);
+  });
+  it.after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await replica.stop();
+    await primary.stop();
+  });
+
+  it('refuses bad options with a TypeError or RangeError naming them, before any connection', () => {
+    assert.throws(() => new LockClient({ redis: primary.url, replicas: -1 }), (e: Error) => e instanceof RangeError && /`replicas`/.test(e.message));
+    assert.throws(() => new LockClient({ redis: primary.url, replicas: 1.5 }), (e: Error) => e instanceof RangeError && /`replicas`/.test(e.message));
+    assert.throws(() => new LockClient({ redis: primary.url, replicas: '1' as never }), (e: Error) => e instanceof TypeError && /`replicas`/.test(e.message));
+    assert.throws(() => new LockClient({ redis: primary.url, replicaTimeoutMs: 0 }), (e: Error) => e instanceof RangeError && /`replicaTimeoutMs`/.test(e.message));
+    assert.throws(() => new LockClient({ redis: primary.url, replicaTimeoutMs: 60_001 }), (e: Error) => e instanceof RangeError && /`replicaTimeoutMs`/.test(e.message));
+    assert.throws(
+      () => new LockClient({ redis: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', 'redis://127.0.0.1:3'], replicas: 1 }),
+      (e: Error) => e instanceof TypeError && /`replicas`/.test(e.message),
+    );
+  });
+
+  it('waits for the replica: the lease comes back once the replica has the lock', async () => {
+    const synced = client({ replicas: 1, replicaTimeoutMs: 4_000 }); // generous: the machine may be loaded
+    const name = uniqueName();
+    const waits = await calls(primary, 'wait');
+    const lease = await synced.lock(name).acquire();
+    assert.is(await calls(primary, 'wait'), waits + 1);
+    assert.is(await replica.connect().hlen(`relock:{${name}}`), 1, 'on the replica when acquire() resolved');
+    // A nested acquire sends no WAIT.
+    await lease.run(() => synced.lock(name).runExclusive(() => undefined));
+    assert.is(await calls(primary, 'wait'), waits + 1);
+    await lease.release();
+  });
+
+  it('gives the lock back and rejects with ERR_LOCK_REPLICATION when the replica does not answer in time', async () => {
+    const synced = client({ replicas: 1, replicaTimeoutMs: 100 });
+    const other = client();
+    const name = uniqueName();
+    const pid = await pidOf(replica);
+    process.kill(pid, 'SIGSTOP');
+    let error: unknown;
+    let tried: unknown;
+    try {
+      error = await rejects(synced.lock(name).acquire({ waitMs: 1_000 }));
+      tried = await rejects(synced.lock(name).tryAcquire());
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    for (const e of [error, tried]) {
+      assert.instance(e, LockError);
+      assert.is((e as LockError).code, 'ERR_LOCK_REPLICATION');
+      assert.is((e as LockError).lockName, name);
+    }
+    await eventually(async () => !(await other.lock(name).isLocked()), 'given back');
+  });
+
+  it('asks more replicas than there are: refused, whatever the wait', async () => {
+    const greedy = client({ replicas: 2, replicaTimeoutMs: 50 });
+    const error = await rejects(greedy.lock(uniqueName()).acquire());
+    assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
+    assert.match((error as LockError).message, /only 1 of the 2 replicas/);
+  });
+});

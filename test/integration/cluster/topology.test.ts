@@ -1,0 +1,93 @@
+// A waiter on a Redis Cluster whose shard changes under it is never stranded: its subscription
+// follows a slot moved to another master, a failover to the replica, and a killed connection, and
+// the release that follows wakes it by its message (the holders' leases are far longer than the
+// bounds asserted here, so a waiter woken only by its fallback timer would fail them).
+import * as assert from 'uvu/assert';
+import { LockClient } from '../../../src/index.ts';
+import { keySlot } from '../../../src/runtime/slot.ts';
+import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
+import { admin, closeAdmins, moveSlot, otherMaster, promote, shardSubscribers } from './support.ts';
+
+let cluster: RedisCluster;
+const clients: LockClient[] = [];
+const client = () => {
+  const made = new LockClient({ redis: cluster.connect(), leaseMs: 20_000 });
+  made.on('error', () => undefined);
+  clients.push(made);
+  return made;
+};
+const channelOf = (name: string) => `relock:{${name}}:released`;
+
+/** A holds `name`, B waits for it, subscribed on the master of its slot. */
+async function heldAndWaited(name: string) {
+  const [a, b] = [client(), client()];
+  const slot = keySlot(channelOf(name));
+  const master = await cluster.masterOf(slot);
+  const held = await a.lock(name).acquire();
+  const waiting = b.lock(name).acquire();
+  waiting.catch(() => undefined); // a failed test closes the clients under it
+  await eventually(async () => (await shardSubscribers(master, channelOf(name))) === 1, 'the waiter subscribed on the master');
+  return { a, b, slot, master, held, waiting };
+}
+
+/** The release wakes the waiter through its (moved) subscription, within a second. */
+async function releaseWakes(held: { release(): Promise<void> }, waiting: Promise<{ release(): Promise<void> }>) {
+  await held.release();
+  const lease = await within(waiting, 1_500, 'the waiter woken by the release');
+  await lease.release();
+}
+
+describe('Redis Cluster: a waiter follows its shard', (it) => {
+  it.before(async () => {
+    cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 2_000 });
+  });
+  it.after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    closeAdmins(cluster.nodes);
+    await cluster.stop();
+  });
+
+  it('follows a slot moved to another master mid-wait (SETSLOT MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE)', async () => {
+    const name = uniqueName();
+    const { slot, master, held, waiting } = await heldAndWaited(name);
+    const target = await otherMaster(cluster, master);
+    await moveSlot(cluster, slot, target);
+    await eventually(async () => (await shardSubscribers(target, channelOf(name))) === 1, 'resubscribed on the new master', 5_000);
+    assert.is(await shardSubscribers(master, channelOf(name)), 0, 'gone from the old one');
+    await releaseWakes(held, waiting);
+    await cluster.settled();
+  });
+
+  it('follows a failover to the replica mid-wait (CLUSTER FAILOVER)', async () => {
+    const name = uniqueName();
+    const { master, held, waiting } = await heldAndWaited(name);
+    const [replica] = await cluster.replicasOf(master);
+    await promote(replica!);
+    await eventually(async () => (await shardSubscribers(replica!, channelOf(name))) >= 1, 'subscribed on the new master', 5_000);
+    await releaseWakes(held, waiting);
+    await cluster.settled();
+  });
+
+  it('subscribes again when its shard connection is killed mid-wait, and wakes every waiter to retry', async () => {
+    const name = uniqueName();
+    const { b, master, held, waiting } = await heldAndWaited(name);
+    await admin(master).call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await eventually(async () => (await shardSubscribers(master, channelOf(name))) === 1, 'subscribed again', 5_000);
+    assert.is(b.waiting, 1);
+    await releaseWakes(held, waiting);
+  });
+
+  it('takes and releases locks on a moved slot with no waiter in between', async () => {
+    const a = client();
+    const name = uniqueName();
+    const slot = keySlot(channelOf(name));
+    const master = await cluster.masterOf(slot);
+    const lease = await a.lock(name).acquire();
+    await moveSlot(cluster, slot, await otherMaster(cluster, master));
+    await lease.release();
+    const again = await a.lock(name).acquire({ waitMs: 0 });
+    await again.release();
+    await cluster.settled();
+  });
+});
