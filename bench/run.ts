@@ -3,10 +3,12 @@
 //   node --import tsx run.ts [--quick] [--runs N] [--only relock,floor-poll] [--scenarios herd,many]
 //   node --import tsx run.ts --report-only   # the report again from bench/results/results.json
 //
-// A full run (no flags) writes docs/benchmarks.md and docs/benchmarks/*.svg; a partial one writes
+// A full run (no flags) writes docs/benchmarks.md and docs/benchmarks/*.svg, then runs the family's
+// benches (semaphore.ts, rw-lock.ts, redlock.ts: docs/benchmarks/<name>.md); a partial one writes
 // its report under bench/results/ so it never replaces the published figures.
 // relock-0.1.0 (relock before this change) is built from git on the way (lib/baseline.ts); without
 // git or its commit it is left out with a note.
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -224,4 +226,16 @@ try {
   stats.disconnect();
   log.end();
   await server.stop();
+}
+
+// A full run goes on with the family's own benches, each on private servers of its own, one after
+// another: the semaphore against redis-semaphore, the read-write lock against lock() under 90 %
+// reads, Redlock against redlock, @sesamecare-oss/redlock and redlock-universal. Each prints its
+// table and writes docs/benchmarks/<name>.md.
+if (full) {
+  for (const script of ['semaphore.ts', 'rw-lock.ts', 'redlock.ts']) {
+    process.stderr.write(`\n${script}\n`);
+    const ran = spawnSync(process.execPath, ['--import', 'tsx', script], { cwd: here, stdio: 'inherit' });
+    if (ran.status !== 0) process.exitCode = 1;
+  }
 }
