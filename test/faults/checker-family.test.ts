@@ -57,6 +57,15 @@ describe('faults checker: semaphore', (it) => {
     assert.match(text, /counter is 3 but 2 sections completed/);
     assert.match(text, /1 waiters that never got the lock: worker 3\/loop 0 waited 5000 ms/);
   });
+
+  it('allows a SIGKILL to cut at most `permits` INCRs from the log, never a lost one', () => {
+    const entries = [section(0, 1, 0, 5), section(1, 2, 6, 9)];
+    const killed = [{ kind: 'SIGKILL holder', at: 7, worker: 0 }];
+    assert.equal(checkSemaphore({ entries, counter: 4, permits: 2, faults: killed }).problems, []);
+    assert.match(checkSemaphore({ entries, counter: 5, permits: 2, faults: killed }).problems.join('\n'), /counter is 5 but 2 sections completed/);
+    assert.match(checkSemaphore({ entries, counter: 1, permits: 2, faults: killed }).problems.join('\n'), /counter is 1 but 2 sections completed/);
+    assert.match(checkSemaphore({ entries, counter: 3, permits: 2 }).problems.join('\n'), /counter is 3 but 2 sections completed/);
+  });
 });
 
 describe('faults checker: read-write lock', (it) => {
