@@ -1,5 +1,6 @@
 --[[
-  Releases one hold of an owner, or all of them; on the last one deletes the lock and publishes.
+  Releases one hold of an owner, or all of them; on the last one deletes the lock and publishes
+  (unless told not to: a Redlock release publishes on a majority of its masters only).
 
   Input:
     KEYS[1] lock key: hash of owner field -> hold count
@@ -8,13 +9,13 @@
     ARGV[2] the hold count the caller believes it has before this release (>= 1)
     ARGV[3] "1": release the owner's whole hold whatever its count (the outermost
             lease); "0": one level
-    ARGV[4] publish command: "publish" or "spublish"
+    ARGV[4] publish command: "publish" or "spublish", or "" to publish nothing
     ARGV[5] message to publish
 
   Output: an integer
     -1   the owner holds nothing here (expired, force-unlocked, or never held)
     n>=0 the owner's hold count after this call; 0 means the lock was deleted and
-         the channel published. When the count is already below what the caller
+         the channel published (if asked). When the count is already below what the caller
          believes (one level), this is a retry of a release that went through:
          nothing changes.
 ]]
@@ -37,6 +38,8 @@ if whole ~= '1' then
 end
 -- Publish first: Redis checks ACLs per command and does not roll a script back, so a user who
 -- may not publish fails here with nothing changed. Nobody hears it before the script ends.
-rcall(publishCommand, channel, message)
+if publishCommand ~= '' then
+  rcall(publishCommand, channel, message)
+end
 rcall('DEL', lockKey)
 return 0

@@ -2,7 +2,7 @@
 // compares raw numbers.
 import { LockError } from '../errors.ts';
 import * as lua from '../generated/lock.ts';
-import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import { reenterOutcome, releaseOutcome, type ReenterOutcome, type ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import type { Renewable } from '../runtime/watchdog.ts';
 import type { LockKeys } from './keys.ts';
@@ -21,20 +21,10 @@ export function toToken(value: unknown, key: string): number {
 
 const acquire = defineScript(lua.acquire, (reply) => reply as number | string);
 /** Re-entry and batch renewal of an owner field in a lock hash: the fair lock's hash is the same shape, and uses these too. */
-export const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
-  const count = Number(reply);
-  return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
-});
-const release = defineScript(
-  lua.release,
-  (reply): ReleaseOutcome => {
-    const left = Number(reply);
-    return left < 0 ? { kind: 'gone' } : { kind: 'released', left };
-  },
-  1,
-);
+export const reenter = defineScript(lua.reenter, reenterOutcome);
+export const release = defineScript(lua.release, releaseOutcome, 1);
 export const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
-const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1, 1);
+export const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1, 1);
 
 /** The reads of a lock hash, for every kind whose lock key is one (the lock, the fair lock). */
 export class HashLockReads {

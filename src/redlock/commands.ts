@@ -2,9 +2,9 @@
 // Redlock lock, so nothing above compares raw numbers or counts replies.
 import { randomUUID } from 'node:crypto';
 import { LockError } from '../errors.ts';
-import * as lockLua from '../generated/lock.ts';
 import * as lua from '../generated/redlock.ts';
 import type { LockReads } from '../lock-base.ts';
+import { forceRelease, reenter, release, renew } from '../lock/commands.ts';
 import type { LockKeys } from '../lock/keys.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
@@ -37,20 +37,6 @@ function toToken(value: unknown, key: string): number {
 const acquire = defineScript(lua.acquire, (reply) => reply as number | string | [number, string]);
 const rollback = defineScript(lua.rollback, (reply) => reply === 1);
 const fenceUp = defineScript(lua.fenceUp, (reply) => reply === 1);
-const reenter = defineScript(lockLua.reenter, (reply): ReenterOutcome => {
-  const n = Number(reply);
-  return n < 0 ? { kind: 'gone' } : { kind: 'entered', count: n };
-});
-const release = defineScript(
-  lua.release,
-  (reply): ReleaseOutcome => {
-    const left = Number(reply);
-    return left < 0 ? { kind: 'gone' } : { kind: 'released', left };
-  },
-  1,
-);
-const renew = defineScript(lockLua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
-const forceRelease = defineScript(lockLua.forceRelease, (reply) => reply === 1, 1);
 
 const isOk = (reply: Reply<unknown>) => reply.ok;
 

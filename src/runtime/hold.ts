@@ -12,6 +12,18 @@ export type ReleaseOutcome = { readonly kind: 'released'; readonly left: number 
 /** What a re-entry script answered: the owner's count now, or that the owner held nothing. */
 export type ReenterOutcome = { readonly kind: 'entered'; readonly count: number } | { readonly kind: 'gone' };
 
+/** Names a release script's reply: -1 the owner held nothing, else its count left. */
+export const releaseOutcome = (reply: unknown): ReleaseOutcome => {
+  const left = Number(reply);
+  return left < 0 ? { kind: 'gone' } : { kind: 'released', left };
+};
+
+/** Names a re-entry script's reply: -1 the owner held nothing, else its count now. */
+export const reenterOutcome = (reply: unknown): ReenterOutcome => {
+  const count = Number(reply);
+  return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
+};
+
 /** The scripts a primitive runs for a hold; the hold decides when. */
 export interface HoldScripts {
   /** One level (whole false), or every level (whole true: the outermost lease). */

@@ -3,7 +3,7 @@
 import * as lua from '../generated/rw-lock.ts';
 import type { LockReads } from '../lock-base.ts';
 import { toToken } from '../lock/commands.ts';
-import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import { reenterOutcome, releaseOutcome, type ReenterOutcome, type ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import type { RwLockKeys, RwSideKeys } from './keys.ts';
 
@@ -38,18 +38,8 @@ const decodeAcquire = (reply: unknown, fence: string): RwAcquireOutcome => {
 };
 const readAcquire = defineScript(lua.readAcquire, (reply) => reply);
 const writeAcquire = defineScript(lua.writeAcquire, (reply) => reply);
-const reenter = defineScript(lua.reenter, (reply): ReenterOutcome => {
-  const count = Number(reply);
-  return count < 0 ? { kind: 'gone' } : { kind: 'entered', count };
-});
-const release = defineScript(
-  lua.release,
-  (reply): ReleaseOutcome => {
-    const left = Number(reply);
-    return left < 0 ? { kind: 'gone' } : { kind: 'released', left };
-  },
-  4,
-);
+const reenter = defineScript(lua.reenter, reenterOutcome);
+const release = defineScript(lua.release, releaseOutcome, 4);
 const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1, 4);
 const leave = defineScript(lua.leave, (reply) => Number(reply), 3);
 const inspect = defineScript(lua.inspect, (reply) => {
