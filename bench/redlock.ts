@@ -13,17 +13,26 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startPrivateRedis, type RedisServer } from '../test/helpers/redis.ts';
 
-const LIBS = ['relock', 'redlock', 'sesame', 'universal'] as const;
-type Lib = (typeof LIBS)[number];
+const LIBS = ['relock', 'fair', 'redlock', 'sesame', 'universal'] as const;
+/** The semaphores over several masters: relock's (permits as slots) and redis-semaphore's RedlockSemaphore. */
+const SEM_LIBS = ['sem', 'rsem'] as const;
+type Lib = (typeof LIBS)[number] | (typeof SEM_LIBS)[number];
 const PACKAGES: Record<Lib, string> = {
   relock: 'relock (this tree)',
+  fair: 'relock fairLock (this tree)',
   redlock: 'redlock 4.2.0',
   sesame: '@sesamecare-oss/redlock 1.4.0',
   universal: 'redlock-universal 0.8.5',
+  sem: 'relock semaphore (this tree)',
+  rsem: 'redis-semaphore 5.8.0 RedlockSemaphore',
 };
+/** The semaphores' limit. */
+const PERMITS = 3;
 /** The polling peers' retry interval: their fastest sensible setting (as in bench/adapters). */
 const RETRY_MS = 10;
 const LEASE_MS = 30_000;
+/** Each worker process loops alone on a name of its own this long before the run starts. */
+const WARM_MS = 500;
 
 interface Held {
   release(): Promise<void>;
@@ -34,11 +43,12 @@ interface Client {
 }
 
 async function makeClient(lib: Lib, urls: string[]): Promise<Client> {
-  if (lib === 'relock') {
+  if (lib === 'relock' || lib === 'fair' || lib === 'sem') {
     const { LockClient } = await import('../src/index.ts');
     const client = new LockClient({ redis: urls });
     client.on('error', () => undefined);
-    return { acquire: (name) => client.lock(name).acquire(), close: () => client.close() };
+    const make = (name: string) => (lib === 'relock' ? client.lock(name) : lib === 'fair' ? client.fairLock(name) : client.semaphore(name, { permits: PERMITS }));
+    return { acquire: (name) => make(name).acquire(), close: () => client.close() };
   }
   const connections = urls.map((url) => new Redis(url));
   for (const connection of connections) connection.on('error', () => undefined);
@@ -51,6 +61,17 @@ async function makeClient(lib: Lib, urls: string[]): Promise<Client> {
       async acquire(name) {
         const lock = await redlock.lock(name, LEASE_MS);
         return { release: async () => void (await lock.unlock()) };
+      },
+      close,
+    };
+  }
+  if (lib === 'rsem') {
+    const { RedlockSemaphore } = await import('redis-semaphore');
+    return {
+      async acquire(name) {
+        const semaphore = new RedlockSemaphore(connections, name, PERMITS, { lockTimeout: LEASE_MS, acquireTimeout: 60_000, retryInterval: RETRY_MS, refreshInterval: 0 });
+        await semaphore.acquire();
+        return { release: () => semaphore.release() };
       },
       close,
     };
@@ -100,7 +121,10 @@ const clock = () => Number(process.hrtime.bigint()) / 1e6;
 
 async function worker(lib: Lib, urls: string[], name: string, durationMs: number, loops: number, holdMs: number, thinkMs: number): Promise<void> {
   const client = await makeClient(lib, urls);
-  await (await client.acquire(`${name}:warm:${process.pid}`)).release();
+  // Warm up (connections, scripts loaded, the JIT) on a name of its own, the same for every library:
+  // the run measures the steady state.
+  const warmUntil = performance.now() + WARM_MS;
+  while (performance.now() < warmUntil) await (await client.acquire(`${name}:warm:${process.pid}`)).release();
   process.send!({ ready: true });
   await new Promise((resolve) => process.once('message', resolve));
   const result: WorkerResult = { acquisitions: 0, waits: [], holds: [], errors: 0 };
@@ -147,6 +171,8 @@ interface RunResult {
   max: number;
   commandsPerAcquisition: number;
   overlaps: number;
+  /** The most holds at once (a lock: 1; a semaphore: at most its permits). */
+  peak: number;
   errors: number;
 }
 
@@ -199,6 +225,11 @@ async function run(lib: Lib, urls: string[], admins: Redis[], durationMs: number
   const holds = all.flatMap((r) => r.holds).sort((a, b) => a[0] - b[0]);
   let overlaps = 0;
   for (let i = 1; i < holds.length; i++) if (holds[i]![0] < holds[i - 1]![1] - 0.05) overlaps++;
+  // The most holds at once: starts and ends swept in time order (an end 0.05 ms after a start still counts as before it).
+  const events = holds.flatMap(([start, end]): [number, number][] => [[start, 1], [end - 0.05, -1]]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let peak = 0;
+  let held = 0;
+  for (const [, step] of events) peak = Math.max(peak, (held += step));
   return {
     acquisitions,
     perSecond: acquisitions / (Math.min(elapsed, durationMs + 1_000) / 1_000),
@@ -207,6 +238,7 @@ async function run(lib: Lib, urls: string[], admins: Redis[], durationMs: number
     max: waits.at(-1) ?? Number.NaN,
     commandsPerAcquisition: calls / Math.max(1, acquisitions),
     overlaps,
+    peak,
     errors: all.reduce((sum, r) => sum + r.errors, 0),
   };
 }
@@ -224,6 +256,8 @@ const SHAPES: readonly (Shape & { label: string })[] = [
   { label: 'hold 1 ms, think 5 ms', processes: 4, loops: 2, holdMs: 1, thinkMs: 5 },
   { label: 'hold 10 ms, think 5 ms', processes: 4, loops: 2, holdMs: 10, thinkMs: 5 },
 ];
+/** The semaphores' contended shape: bench/semaphore.ts's (3 permits, 12 loops). */
+const SEM_SHAPE: Shape & { label: string } = { label: `${PERMITS} permits, hold 1 ms, think 3 ms`, processes: 4, loops: 3, holdMs: 1, thinkMs: 3 };
 
 async function main(): Promise<void> {
   const quick = process.argv.includes('--quick');
@@ -238,19 +272,22 @@ async function main(): Promise<void> {
   const servers: RedisServer[] = await Promise.all(Array.from({ length: 5 }, () => startPrivateRedis()));
   const admins = servers.map((server) => server.connect());
   const rows: Row[] = [];
+  const semRows: Row[] = [];
   try {
     for (const masters of [3, 5]) {
       const urls = servers.slice(0, masters).map((server) => server.url);
       const used = admins.slice(0, masters);
-      for (const lib of LIBS.filter((lib) => !only || only.includes(lib))) {
+      for (const lib of [...LIBS, ...SEM_LIBS].filter((lib) => !only || only.includes(lib))) {
+        const semaphore = (SEM_LIBS as readonly Lib[]).includes(lib);
+        const shapes = semaphore ? [SEM_SHAPE] : SHAPES;
         const un = await run(lib, urls, used, uncontendedMs, alone);
         const co: RunResult[] = [];
-        for (const shape of SHAPES) co.push(await run(lib, urls, used, contendedMs, shape));
-        rows.push({ masters, lib, un, co });
+        for (const shape of shapes) co.push(await run(lib, urls, used, contendedMs, shape));
+        (semaphore ? semRows : rows).push({ masters, lib, un, co });
         process.stderr.write(
           `${masters} masters ${lib.padEnd(9)} uncontended ${un.perSecond.toFixed(0)}/s (${un.commandsPerAcquisition.toFixed(1)} cmds/acq); ` +
             co
-              .map((c, i) => `[${SHAPES[i]!.label}] ${c.perSecond.toFixed(0)}/s p99 ${c.p99.toFixed(1)} ms, ${c.commandsPerAcquisition.toFixed(1)} cmds/acq, overlaps ${c.overlaps}, errors ${c.errors}`)
+              .map((c, i) => `[${shapes[i]!.label}] ${c.perSecond.toFixed(0)}/s p99 ${c.p99.toFixed(1)} ms, ${c.commandsPerAcquisition.toFixed(1)} cmds/acq, overlaps ${c.overlaps}, most held ${c.peak}, errors ${c.errors}`)
               .join('; ') +
             '\n',
         );
@@ -284,10 +321,21 @@ async function main(): Promise<void> {
       }),
     ),
   ].join('\n');
+  const semTable = [
+    `| masters | library | uncontended ops/s | relock / it | contended acq/s | p50 wait ms | p99 wait ms | its p99 / relock p99 | cmds/acq | its cmds / relock cmds | most held at once (of ${PERMITS}) |`,
+    '| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...semRows.map((row) => {
+      const mine = semRows.find((r) => r.masters === row.masters && r.lib === 'sem');
+      const self = row.lib === 'sem' || !mine;
+      const c = row.co[0]!;
+      const m = mine?.co[0];
+      return `| ${row.masters} | ${PACKAGES[row.lib]} | ${fmt(row.un.perSecond)} | ${self ? '-' : fmt(mine!.un.perSecond / row.un.perSecond, 2)} | ${fmt(c.perSecond)} | ${fmt(c.p50, 1)} | ${fmt(c.p99, 1)} | ${self ? '-' : fmt(c.p99 / m!.p99, 2)} | ${fmt(c.commandsPerAcquisition, 1)} | ${self ? '-' : fmt(c.commandsPerAcquisition / m!.commandsPerAcquisition, 2)} | ${c.peak} |`;
+    }),
+  ].join('\n');
   const setup =
     `${cpus().length} cores (${cpus()[0]?.model ?? 'unknown CPU'}), Node ${process.version}, 5 private redis-servers on this machine; ` +
     `load average ${loadAtStart.map((n) => n.toFixed(2)).join(' ')} at the start, ${loadAtEnd.map((n) => n.toFixed(2)).join(' ')} at the end; ${seconds.toFixed(0)} s.`;
-  process.stdout.write(`\nUncontended\n\n${uncontended}\n\nContended\n\n${contendedTable}\n\n${setup}\n`);
+  process.stdout.write(`\nUncontended\n\n${uncontended}\n\nContended\n\n${contendedTable}\n\nSemaphore\n\n${semTable}\n\n${setup}\n`);
   if (write) {
     const doc = `# Redlock benchmark
 
@@ -300,7 +348,7 @@ ${LIBS.filter((lib) => lib !== 'relock')
   .join(', ')}, each with a 30 s lease and retries every ${RETRY_MS} ms (± ${RETRY_MS / 2} ms jitter where it has one;
 redlock-universal has none) until acquired, each on its own ioredis connection per master.
 
-- **Uncontended**: one process, acquire then release one lock name in a loop for ${uncontendedMs / 1_000} s. "relock / it"
+- **Uncontended**: one process, acquire then release one lock name in a loop for ${uncontendedMs / 1_000} s, after ${WARM_MS} ms of the same loop on another name (every worker of every run warms up so). "relock / it"
   above 1 means relock did more operations per second.
 - **Contended**: ${SHAPES[0]!.processes} child processes x ${SHAPES[0]!.loops} loops on one lock name, each loop: acquire (the wait
   is timed), hold, release, think, for ${contendedMs / 1_000} s; the first shape is the main bench's scenario 3, the second
@@ -317,6 +365,17 @@ ${uncontended}
 
 ${contendedTable}
 
+## Semaphore over several masters
+
+${semTable}
+
+relock's \`client.semaphore(name, { permits: ${PERMITS} })\` on the Redlock client (permits as slots, each
+slot held by a majority: docs/semaphore.md) against redis-semaphore's \`RedlockSemaphore\` (limit ${PERMITS},
+retry every ${RETRY_MS} ms, 30 s lease, no refresh), which counts holders on each master and takes a
+majority of counts: with ${PERMITS} permits that admits more than ${PERMITS} holders once masters disagree
+(docs/semaphore.md shows how), which "most held at once" would show. Uncontended: one loop in one process;
+contended: ${SEM_SHAPE.processes} processes x ${SEM_SHAPE.loops} loops, ${SEM_SHAPE.label}, for the same time as the locks.
+
 ## Reading it
 
 - relock's fencing token costs no round trip in the common case: each master's acquire script proposes
@@ -329,6 +388,16 @@ ${contendedTable}
   there); the peers poll every 10 ms (1 or 2 commands per master per failed poll), so their cost grows
   with the length of the wait: with 1 ms holds the polls are few and relock's heavier success path
   dominates; with 10 ms holds redlock 4.2.0's polling costs it more than relock.
+- \`fairLock()\` on the Redlock client serves waiters in the order they reached the gate master's queue,
+  then takes a quorum lock of its own: its p99 wait is the lowest of every row (a quarter to a half of
+  \`lock()\`'s, below every peer's in both shapes), at one more script on the gate each way (41 against 29
+  commands per uncontended acquire + release on 3 masters) and less than half of \`lock()\`'s uncontended
+  rate. \`lock()\` barges: with 10 ms holds its p99 is behind redlock-universal's and redlock's.
+- The semaphores: relock's keeps at most 3 permits held in every run ("most held at once"), at about six
+  times redis-semaphore's commands per acquisition (each master's script reads every slot's holder,
+  prunes ended leases, proposes a token); redis-semaphore's \`RedlockSemaphore\` admitted 4 holders of
+  its 3 permits in these fault-free runs, since concurrent acquires reach the masters in different
+  orders and each master counts only its own holders.
 - @sesamecare-oss/redlock stalls under contention: it gives back a partial acquisition only after its
   last retry (never, with \`retryCount: -1\`), so contenders that each took a minority keep it and none
   reaches a majority until the 30 s lease expires; its loops still waiting when the run ended are

@@ -16,9 +16,12 @@ import { watchConnection } from './runtime/script.ts';
 import { createSemaphoreShared, SemaphoreImpl, type SemaphoreShared } from './semaphore/semaphore.ts';
 import { ReadWriteLockImpl } from './rw-lock/rw-lock.ts';
 import { createRwShared, type RwShared } from './rw-lock/shared.ts';
+import { createRedlockRwShared } from './redlock/rw-lock.ts';
+import { createRedlockFairShared, RedlockFairLockImpl, type RedlockFairShared } from './redlock/fair-lock.ts';
 import { RedlockImpl, type RedlockShared } from './redlock/lock.ts';
 import { checkServers } from './redlock/servers.ts';
 import { createRedlock } from './redlock/setup.ts';
+import { createRedlockSemaphoreShared, redlockSemaphore } from './redlock/semaphore.ts';
 import { checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
@@ -69,6 +72,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** Every command connection this client made (several on a Redlock client). */
   readonly #made: readonly RedisClient[] = [];
   #fair: FairShared | undefined;
+  /** The fair locks' shared state on a Redlock client (a queue per master that serves as the gate). */
+  #redlockFair: RedlockFairShared | undefined;
   #semaphore: SemaphoreShared | undefined;
   #rw: RwShared | undefined;
   #closing: Promise<void> | undefined;
@@ -156,21 +161,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   /**
    * A lock by name. Cheap: no I/O, and two calls with one name give locks that share everything.
+   * On a Redlock client (`redis` given as an array of masters) it is a quorum lock (docs/redlock.md).
    * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
    * @throws {TypeError | RangeError} for a bad name.
    */
   lock(name: string): Lock {
     if (this.#redlock) return new RedlockImpl(this.#redlock, this.prefix, checkName(name));
     return new LockImpl(this.#lock!, this.prefix, checkName(name));
-  }
-
-  /** Refuses a lock kind that has no quorum version on a Redlock client (ERR_LOCK_UNSUPPORTED). */
-  #singleServer(what: string, name?: string): void {
-    if (!this.#redlock) return;
-    throw new LockError(`${what} is not supported on a Redlock client (redis given as an array of masters): only client.lock() is a quorum lock; see docs/redlock.md`, {
-      lockName: name,
-      code: 'ERR_LOCK_UNSUPPORTED',
-    });
   }
 
   /**
@@ -184,6 +181,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * @throws {TypeError | RangeError} for a bad name.
    * On a Redis Cluster it needs sharded pub/sub (Redis 7 or later): on an older Cluster its acquires
    * reject with `ERR_LOCK_UNSUPPORTED` (PUBLISH counts the receivers of one node only).
+   * On a Redlock client the order is kept by one master (the gate) and the exclusion by a quorum
+   * lock: see docs/fair-lock.md#on-a-redlock-client.
    * @example
    * ```ts
    * const queue = client.fairLock('printer');
@@ -192,7 +191,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   fairLock(name: string): Lock {
     const checked = checkName(name);
-    this.#singleServer('client.fairLock()', checked);
+    if (this.#redlock) {
+      this.#redlockFair ??= createRedlockFairShared(this.#redlock);
+      return new RedlockFairLockImpl(this.#redlockFair, this.prefix, checked);
+    }
     this.#fair ??= createFairShared(this.#runtime);
     return new FairLockImpl(this.#fair, this.prefix, checked);
   }
@@ -221,6 +223,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * A counting semaphore by name: at most `permits` held at once over every client of the name, each
    * lease holding its permits until released (kept alive by the watchdog, or a fixed `leaseMs`). Not
    * reentrant. Its keys are apart from `lock(name)`'s. Cheap: no I/O. See docs/semaphore.md.
+   * On a Redlock client it is a quorum semaphore of at most 1000 permits, permits as slots held by
+   * a majority (docs/semaphore.md#on-a-redlock-client).
    * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
    * @param options `permits`: the limit, a whole number from 1, the same for every user of the name
    * @throws {TypeError | RangeError} for a bad name or `permits`.
@@ -232,8 +236,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   semaphore(name: string, options: SemaphoreOptions): Semaphore {
     const checked = checkName(name);
-    this.#singleServer('client.semaphore()', checked);
-    this.#semaphore ??= createSemaphoreShared(this.#runtime);
+    this.#semaphore ??= this.#redlock ? createRedlockSemaphoreShared(this.#redlock) : createSemaphoreShared(this.#runtime);
+    if (this.#redlock) return redlockSemaphore(this.#semaphore, this.prefix, checked, options);
     return new SemaphoreImpl(this.#semaphore, this.prefix, checked, options);
   }
 
@@ -243,7 +247,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * take the read lock (downgrade), and a reader's context asking for the write lock is refused at
    * once (`ERR_LOCK_UPGRADE`). Each reader's hold has its own lease. Writer-preferring, with a read
    * batch after each write release (see docs/read-write-lock.md). Its keys are apart from
-   * `lock(name)`'s. Cheap: no I/O.
+   * `lock(name)`'s. Cheap: no I/O. On a Redlock client each side is held on a majority of masters
+   * (docs/read-write-lock.md#on-a-redlock-client).
    * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
    * @throws {TypeError | RangeError} for a bad name.
    * @example
@@ -255,8 +260,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   readWriteLock(name: string): ReadWriteLock {
     const checked = checkName(name);
-    this.#singleServer('client.readWriteLock()', checked);
-    this.#rw ??= createRwShared(this.#runtime);
+    // On a Redlock client: the same sides, their scripts run on every master (src/redlock/rw-lock.ts).
+    this.#rw ??= this.#redlock ? createRedlockRwShared(this.#redlock) : createRwShared(this.#runtime);
     return new ReadWriteLockImpl(this.#rw, this.prefix, checked);
   }
 

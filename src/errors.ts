@@ -34,7 +34,7 @@ export type LockErrorCode =
   | 'ERR_LOCK_SELF_WAIT'
   /** Redlock: too few masters answered for a majority; the message names each unreachable server (host:port) and its error. */
   | 'ERR_LOCK_NO_QUORUM'
-  /** The client's setup cannot offer this lock kind (e.g. `fairLock()` on a Redlock client of several masters). */
+  /** The server cannot offer this lock kind (the fair lock on a Redis Cluster without sharded pub/sub, older than Redis 7). */
   | 'ERR_LOCK_UNSUPPORTED'
   /** A semaphore acquire or `availablePermits()` found leases held under another limit: every user of a name must pass the same `permits`. */
   | 'ERR_LOCK_PERMITS_MISMATCH'

@@ -23,18 +23,16 @@ local lockKey, channel = KEYS[1], KEYS[2]
 local owner, believed, whole, publishCommand, message = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local rcall = redis.call
 
+-- @include shared/release-level
+
 local count = rcall('HGET', lockKey, owner)
 if not count then
   return -1
 end
 count = tonumber(count)
-if whole ~= '1' then
-  if count < believed then
-    return count
-  end
-  if count > 1 then
-    return rcall('HINCRBY', lockKey, owner, -1)
-  end
+local left = releaseLevel(lockKey, owner, count, believed, whole)
+if left then
+  return left
 end
 -- Publish first: Redis checks ACLs per command and does not roll a script back, so a user who
 -- may not publish fails here with nothing changed. Nobody hears it before the script ends.

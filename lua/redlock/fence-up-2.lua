@@ -18,14 +18,9 @@ local lockKey, fenceKey = KEYS[1], KEYS[2]
 local owner, token, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3]
 local rcall = redis.call
 
+-- @include shared/fence-up
+
 if rcall('HEXISTS', lockKey, owner) == 0 then
   return 0
 end
-local raw = rcall('GET', fenceKey)
-if raw and not string.match(raw, '^%d+$') then
-  return redis.error_reply('WRONGTYPE the fence key holds a string that is not a whole number')
-end
-if not raw or tonumber(raw) < tonumber(token) then
-  rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
-end
-return 1
+return raiseFence() or 1

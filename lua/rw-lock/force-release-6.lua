@@ -13,6 +13,7 @@
     ARGV[1] side: "r" or "w"
     ARGV[2] publish command: "publish" or "spublish"
     ARGV[3] read batch in milliseconds (as in release-7.lua)
+    ARGV[4] optional: the message to publish (a Redlock client's unique one); "" or absent: "force"
 
   Output: an integer
     1  that side had live holds; they were removed and the channels published
@@ -21,6 +22,7 @@
 ]]
 local hashKey, leasesKey, waitingKey, batchKey, readersChannel, writersChannel = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local side, publishCommand, batchMs = ARGV[1], ARGV[2], ARGV[3]
+local message = (ARGV[4] or '') ~= '' and ARGV[4] or 'force'
 local rcall = redis.call
 
 -- @include state
@@ -39,9 +41,9 @@ end
 
 -- Publish first, as in release-7.lua: a failing PUBLISH (ACL) leaves the holds as they were.
 if side == 'w' then
-  rcall(publishCommand, readersChannel, 'force')
+  rcall(publishCommand, readersChannel, message)
 end
-rcall(publishCommand, writersChannel, 'force')
+rcall(publishCommand, writersChannel, message)
 for _, member in ipairs(mine) do
   rcall('HDEL', hashKey, member)
   rcall('ZREM', leasesKey, member)

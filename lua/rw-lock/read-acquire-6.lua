@@ -17,18 +17,24 @@
     ARGV[4] wait id: this acquire's id, the same over its attempts
     ARGV[5] the write hold's owner of the caller's context, or "" (downgrade)
     ARGV[6] how long, in milliseconds, a refused reader stays registered past its retry hint
+    ARGV[7] optional (Redlock): a token floor, a decimal integer of microseconds below 2^53 - 1
+            that stands in for Redis TIME in the token; "" or absent: Redis TIME
+    ARGV[8] optional (Redlock): "1" names the holder in a refusal; "" or absent: it does not
 
   Output: one value
-    token      acquired; the new fencing token max(last + 1, Redis TIME in microseconds), a
-               decimal string or an integer
+    token      acquired; the new fencing token max(last + 1, Redis TIME in microseconds, or
+               the floor ARGV[7]), a decimal string or an integer
     {0, ms}    not acquired: a writer holds it (ms = what is left of its lease), or a writer
                waits and the reader is not in the batch (ms = until the first intent ends);
                the reader is registered as waiting
+    {0, ms, holder}  the same when ARGV[8] is "1": holder is "w:<owner>" of the writer that
+               holds it, or "" when an intent refused the reader
     error      WRONGTYPE when a key holds another type or the fence key is not a whole
                number; FENCEOVERFLOW at 2^53 - 1; nothing is written then
 ]]
 local hashKey, leasesKey, intentsKey, waitingKey, batchKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local owner, leaseMs, fenceTtlMs, waitId, writeOwner, registerMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local floor, nameHolder = ARGV[7] or '', ARGV[8] or ''
 local rcall = redis.call
 
 -- @include state
@@ -44,11 +50,14 @@ prune()
 rcall('ZREMRANGEBYSCORE', intentsKey, '-inf', nowMs)
 rcall('ZREMRANGEBYSCORE', waitingKey, '-inf', nowMs)
 
-local function refuse(hintMs)
+local function refuse(hintMs, holder)
   local endsAt = nowMs + hintMs + registerMs
   rcall('ZADD', waitingKey, endsAt, waitId)
   if rcall('PTTL', waitingKey) < hintMs + registerMs then
     rcall('PEXPIRE', waitingKey, hintMs + registerMs)
+  end
+  if nameHolder == '1' then
+    return { 0, hintMs, holder }
   end
   return { 0, hintMs }
 end
@@ -56,14 +65,14 @@ end
 local writer = rcall('HGET', hashKey, 'writer')
 local downgrade = writer and writer == writeOwner
 if writer and not downgrade then
-  return refuse(math.max(0, tonumber(rcall('ZSCORE', leasesKey, 'w:' .. writer) or nowMs) - nowMs))
+  return refuse(math.max(0, tonumber(rcall('ZSCORE', leasesKey, 'w:' .. writer) or nowMs) - nowMs), 'w:' .. writer)
 end
 -- Writer-preferring: a waiting writer's intent keeps new readers out, except the readers the last
 -- write release admitted (the batch) and the writer's own context.
 if not downgrade and not rcall('ZSCORE', batchKey, waitId) then
   local first = rcall('ZRANGE', intentsKey, 0, 0, 'WITHSCORES')
   if first[2] then
-    return refuse(tonumber(first[2]) - nowMs)
+    return refuse(tonumber(first[2]) - nowMs, '')
   end
 end
 
@@ -73,4 +82,9 @@ local field = 'r:' .. owner
 rcall('HSET', hashKey, field, 1)
 rcall('ZADD', leasesKey, nowMs + leaseMs, field)
 settle()
+-- A Redlock client's floor stands in for Redis TIME: its masters then propose one token (see
+-- lua/redlock/acquire-2.lua), and the write-back of the largest is seldom needed.
+if floor ~= '' then
+  time = { string.sub(floor, 1, -7), string.sub(floor, -6) }
+end
 return nextToken()

@@ -15,9 +15,12 @@
     ARGV[1] the hold's member: "r:<owner>" or "w:<owner>"
     ARGV[2] the hold count the caller believes it has before this release (>= 1)
     ARGV[3] "1": release the whole hold whatever its count (the outermost lease); "0": one level
-    ARGV[4] publish command: "publish" or "spublish"
+    ARGV[4] publish command: "publish" or "spublish", or "" to publish nothing (a Redlock
+            release publishes on a majority of its masters only)
     ARGV[5] read batch in milliseconds: how long the readers a write release admits keep
             waiting writers out at most
+    ARGV[6] optional: the message to publish (a Redlock release's unique one); "" or absent:
+            "write" for a write hold, "read" for a read hold
 
   Output: an integer
     -1   the owner holds nothing here (its lease ended, force-unlocked, or never held)
@@ -26,8 +29,16 @@
          level), this is a retry of a release that went through: nothing changes.
 ]]
 local hashKey, leasesKey, waitingKey, batchKey, readersChannel, writersChannel, intentsKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local member, believed, whole, publishCommand, batchMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local member, believed, whole, publishCommand, batchMs, message = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5], ARGV[6] or ''
 local rcall = redis.call
+
+-- @include shared/release-level
+
+local function publish(channel, default)
+  if publishCommand ~= '' then
+    rcall(publishCommand, channel, message ~= '' and message or default)
+  end
+end
 
 -- @include state
 
@@ -39,13 +50,9 @@ if not count or not endsAt or tonumber(endsAt) <= nowMs then
   return -1
 end
 count = tonumber(count)
-if whole ~= '1' then
-  if count < believed then
-    return count
-  end
-  if count > 1 then
-    return rcall('HINCRBY', hashKey, member, -1)
-  end
+local left = releaseLevel(hashKey, member, count, believed, whole)
+if left then
+  return left
 end
 
 -- Publish first: Redis checks ACLs per command and does not roll a script back, so a user who
@@ -56,9 +63,9 @@ if string.sub(member, 1, 2) == 'w:' then
   -- meanwhile, the writers need not wake: the last reader to leave wakes them.
   local waiting = #rcall('ZRANGEBYSCORE', waitingKey, '(' .. nowMs, '+inf', 'LIMIT', 0, 1) > 0
   local intended = #rcall('ZRANGEBYSCORE', intentsKey, '(' .. nowMs, '+inf', 'LIMIT', 0, 1) > 0
-  rcall(publishCommand, readersChannel, 'write')
+  publish(readersChannel, 'write')
   if not (waiting and intended) then
-    rcall(publishCommand, writersChannel, 'write')
+    publish(writersChannel, 'write')
   end
   rcall('HDEL', hashKey, 'writer', member)
   rcall('ZREM', leasesKey, member)
@@ -71,7 +78,7 @@ else
   prune()
   local left = readers() - 1
   if left == 0 then
-    rcall(publishCommand, writersChannel, 'read')
+    publish(writersChannel, 'read')
   end
   rcall('HDEL', hashKey, member)
   rcall('ZREM', leasesKey, member)

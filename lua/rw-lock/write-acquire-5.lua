@@ -14,19 +14,25 @@
     ARGV[3] time to live of the fence key in milliseconds (at least the lease)
     ARGV[4] wait id: this acquire's id, the same over its attempts
     ARGV[5] intent in milliseconds: how long an intent keeps new readers out unless renewed
+    ARGV[6] optional (Redlock): a token floor, a decimal integer of microseconds below 2^53 - 1
+            that stands in for Redis TIME in the token; "" or absent: Redis TIME
+    ARGV[7] optional (Redlock): "1" names the holder in a refusal; "" or absent: it does not
 
   Output: one value
-    token        acquired; the new fencing token max(last + 1, Redis TIME in microseconds), a
-                 decimal string or an integer
+    token        acquired; the new fencing token max(last + 1, Redis TIME in microseconds, or
+                 the floor ARGV[6]), a decimal string or an integer
     {0, ms, 0}   not acquired: a writer holds it for ms more milliseconds (or less: until
                  the caller's own intent ends)
     {0, ms, 1}   not acquired: readers hold it (ms = the latest read lease end) or a read batch
                  is open (ms = its end); the intent is set until now + ARGV[5]
+    {0, ms, intent, holder}  the same when ARGV[7] is "1": holder is "w:<owner>" of the
+                 writer that holds it, or "" when readers or a read batch refused it
     error        WRONGTYPE when a key holds another type or the fence key is not a whole
                  number; FENCEOVERFLOW at 2^53 - 1; nothing is written then
 ]]
 local hashKey, leasesKey, intentsKey, batchKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local owner, leaseMs, fenceTtlMs, waitId, intentMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], tonumber(ARGV[5])
+local floor, nameHolder = ARGV[6] or '', ARGV[7] or ''
 local rcall = redis.call
 
 -- @include state
@@ -49,6 +55,9 @@ if writer then
   if intent then
     hintMs = math.min(hintMs, tonumber(intent) - nowMs)
   end
+  if nameHolder == '1' then
+    return { 0, hintMs, 0, 'w:' .. writer }
+  end
   return { 0, hintMs, 0 }
 end
 
@@ -56,6 +65,9 @@ local function intend(hintMs)
   rcall('ZADD', intentsKey, nowMs + intentMs, waitId)
   if rcall('PTTL', intentsKey) < intentMs then
     rcall('PEXPIRE', intentsKey, intentMs)
+  end
+  if nameHolder == '1' then
+    return { 0, math.max(0, hintMs), 1, '' }
   end
   return { 0, math.max(0, hintMs), 1 }
 end
@@ -74,4 +86,8 @@ local field = 'w:' .. owner
 rcall('HSET', hashKey, 'writer', owner, field, 1)
 rcall('ZADD', leasesKey, nowMs + leaseMs, field)
 settle()
+-- A Redlock client's floor stands in for Redis TIME (as in read-acquire-6.lua).
+if floor ~= '' then
+  time = { string.sub(floor, 1, -7), string.sub(floor, -6) }
+end
 return nextToken()

@@ -17,6 +17,8 @@ local rcall = redis.call
 
 local time = rcall('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- @include shared/lease-end
+
 local renewed = {}
 
 for i, semKey in ipairs(KEYS) do
@@ -24,12 +26,7 @@ for i, semKey in ipairs(KEYS) do
     local leasesKey, owner = KEYS[i + 1], ARGV[(i + 1) / 2 + 1]
     local ends = tonumber(redis.pcall('ZSCORE', leasesKey, owner))
     if ends and ends > nowMs then
-      rcall('ZADD', leasesKey, string.format('%d', math.max(ends, nowMs + leaseMs)), owner)
-      -- The keys outlive the lease by 5 s, as every semaphore script leaves them (prune.lua.inc).
-      if rcall('PTTL', semKey) < leaseMs + 5000 then
-        rcall('PEXPIRE', semKey, leaseMs + 5000)
-        rcall('PEXPIRE', leasesKey, leaseMs + 5000)
-      end
+      extendLease(semKey, leasesKey, owner, ends)
       renewed[#renewed + 1] = 1
     else
       renewed[#renewed + 1] = 0

@@ -59,7 +59,7 @@ interface RunOptions {
 
 /** Reads `relock run`'s arguments; throws UsageError. Returns null for --help. */
 export function parseRun(argv: string[]): RunOptions | null {
-  const { values, positionals, tokens } = parse(argv, {
+  const { values, tokens } = parse(argv, {
     ...COMMON_OPTIONS,
     wait: { type: 'string' },
     lease: { type: 'string' },

@@ -1,6 +1,7 @@
 // What every fair lock of one client shares: the runtime, the commands, the renewer of its holds,
 // the bounds on Redis TIME, every waiter by owner, and one heartbeat per lock with waiters.
 import type { Runtime } from '../runtime/runtime.ts';
+import type { ScriptRunner } from '../runtime/script.ts';
 import type { Renewer } from '../runtime/watchdog.ts';
 import { FairLockCommands } from './commands.ts';
 import { FairWaiters } from './grants.ts';
@@ -12,6 +13,8 @@ import { FAIR_SETTINGS, type FairSettings } from './settings.ts';
 
 export interface FairShared {
   readonly runtime: Runtime;
+  /** The connection its scripts run on (on a Redlock client: the gate master's, not the runtime's). */
+  readonly runner: ScriptRunner;
   readonly commands: FairLockCommands;
   readonly renewer: Renewer;
   readonly settings: FairSettings;
@@ -27,11 +30,16 @@ export interface FairShared {
   readonly placing: Map<string, Promise<void>>;
 }
 
-export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR_SETTINGS): FairShared {
+/**
+ * What every fair lock of one client shares, over `runner`: the client's own connection, or (on a
+ * Redlock client) the connection of the one master whose queue orders the waiters.
+ */
+export function createFairShared(runtime: Runtime, settings: FairSettings = FAIR_SETTINGS, runner: ScriptRunner = runtime.runner): FairShared {
   const redisClock = new RedisClock();
-  const commands = new FairLockCommands(runtime.runner, runtime.publish, runtime.fenceTtlMs, settings, redisClock, runtime.watchdog.clock);
+  const commands = new FairLockCommands(runner, runtime.publish, runtime.fenceTtlMs, settings, redisClock, runtime.watchdog.clock);
   return {
     runtime,
+    runner,
     commands,
     // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
     renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 },

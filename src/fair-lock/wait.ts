@@ -53,6 +53,7 @@ async function attempt(w: FairWait, hold: Hold, mode: 'try' | 'wait'): Promise<L
     return 'busy';
   }
   hold.acquired(outcome.token, sentAt, leaseMs);
+  await hold.replicated();
   if (watchdog.clock.now() >= hold.deadline) {
     // The reply came so late that the lease it began may be over already: never hand out a lost lease.
     hold.giveBack().catch(() => undefined);
@@ -75,7 +76,7 @@ async function claim(w: FairWait, hold: Hold, grant: Grant, stop: AbortSignal): 
     // A fresh grant is the newest (a later one needs this claim to end first): its token stands, and
     // the confirm is a renewal (no fence read).
     hold.acquired(grant.token, sentAt, Math.min(leftMs, leaseMs));
-    commands.renew([hold], leaseMs).then(
+    const confirmed = commands.renew([hold], leaseMs).then(
       ([held]) => {
         if (!hold.held || hold.lost) return;
         if (held) watchdog.leaseFrom(hold, sentAt, leaseMs);
@@ -83,6 +84,12 @@ async function claim(w: FairWait, hold: Hold, grant: Grant, stop: AbortSignal): 
       },
       (error: Error) => runtime.error(error),
     );
+    if (runtime.replicas > 0) {
+      // Replica sync: the confirm (written on this connection, after the grant) first, then WAIT. A
+      // grant the confirm found gone comes back as without replica sync: a lease already lost.
+      await confirmed;
+      if (!hold.lost) await hold.replicated();
+    }
     return leaseOf(w, hold);
   }
   // A grant seen late (a paused process, a slow message): owned only if the owner still holds the
@@ -90,6 +97,7 @@ async function claim(w: FairWait, hold: Hold, grant: Grant, stop: AbortSignal): 
   const token = await commands.confirm(w.keys, hold.owner, leaseMs);
   if (token === undefined || stop.aborted) return undefined;
   hold.acquired(token, sentAt, leaseMs);
+  await hold.replicated();
   return leaseOf(w, hold);
 }
 
@@ -102,7 +110,9 @@ export interface Taken {
 /** Waits until this client holds the lock, or `stop` aborts. */
 export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState): Promise<Taken> {
   const { runtime, commands, waiters } = w.shared;
-  const { waiting, watchdog, runner } = runtime;
+  const { waiting, watchdog } = runtime;
+  // The connection of the queue (on a Redlock client, the gate master's): what a resend or a drop concerns.
+  const { runner } = w.shared;
   const { keys, name } = w;
   const channel = grantChannel(keys, runtime.clientId);
   const finite = w.waitMs > 0 && w.waitMs !== Number.POSITIVE_INFINITY;

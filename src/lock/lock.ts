@@ -82,15 +82,8 @@ export class LockImpl extends LockBase<LockKeys> {
       return { kind: 'busy', retryMs: outcome.pttlMs >= 0 ? outcome.pttlMs + 1 : runtime.leaseMs };
     }
     hold.acquired(outcome.token, sentAt, lease);
-    if (runtime.replicas > 0) {
-      // Replica sync: not handed out before enough replicas have it (a failover could forget it).
-      try {
-        await runtime.replicate(this.#keys.lock, this.name);
-      } catch (error) {
-        hold.giveBack().catch(() => undefined);
-        throw error;
-      }
-    }
+    // Replica sync: not handed out before enough replicas have it (a failover could forget it).
+    await hold.replicated();
     if (watchdog.clock.now() >= hold.deadline) {
       // The reply came so late that the lease it began may be over already: never hand out a lost lease.
       hold.giveBack().catch(() => undefined);

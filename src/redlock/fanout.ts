@@ -3,9 +3,16 @@
 // every master with one unique message, delivered once a majority of masters has published it.
 import { EventEmitter } from 'node:events';
 import type { RedisClient } from '../options.ts';
+import { classify, isReplyError } from '../runtime/script.ts';
+import { count, noQuorum, type Master, type Reply } from './quorum.ts';
 
 /** Messages of Redlock releases (`rl:<nonce>:<seq>`) arrive once per master that released. */
 const REDLOCK_MESSAGE = /^rl:/;
+/**
+ * What a release message delivers: a semaphore's (`rl:<nonce>:<seq>:<permits>`) the number of
+ * permits that came free, which its wake rule reads; a lock's the message itself.
+ */
+const payload = (message: string) => /^rl:[^:]*:[^:]*:(\d+)$/.exec(message)?.[1] ?? message;
 /** A release heard from fewer than a majority of masters is delivered this long after its first copy. */
 const FALLBACK_MS = 20;
 
@@ -18,6 +25,7 @@ interface Copies {
 export class FanoutConnection extends EventEmitter {
   readonly #connections: readonly RedisClient[];
   readonly #quorum: number;
+  readonly #masters: readonly Pick<Master, 'label'>[];
   readonly #copies = new Map<string, Copies>();
   /** Connections where a SUBSCRIBE failed: their first 'ready' must subscribe them. */
   readonly #missed = new Set<RedisClient>();
@@ -26,11 +34,13 @@ export class FanoutConnection extends EventEmitter {
   /**
    * @param connections one subscriber connection per master (relock's own, lazily connecting)
    * @param quorum how many masters must confirm a subscription
+   * @param labels host:port of each master, for errors
    */
-  constructor(connections: readonly RedisClient[], quorum: number) {
+  constructor(connections: readonly RedisClient[], quorum: number, labels: readonly string[]) {
     super();
     this.#connections = connections;
     this.#quorum = quorum;
+    this.#masters = labels.map((label) => ({ label }));
     for (const connection of connections) {
       let ready = false;
       connection.on('message', (channel: string, message: string) => this.#message(channel, message));
@@ -71,43 +81,52 @@ export class FanoutConnection extends EventEmitter {
           setTimeout(() => this.#copies.delete(key), 1_000).unref();
           if (created.delivered) return;
           created.delivered = true;
-          this.emit('message', channel, message);
+          this.emit('message', channel, payload(message));
         }, FALLBACK_MS).unref(),
       };
       this.#copies.set(key, (copies = created));
     }
     if (++copies.count === this.#quorum) {
       clearTimeout(copies.timer);
-      this.#copies.delete(key);
+      // Kept a while, so that a copy from a master beyond the majority is counted, not delivered again.
+      setTimeout(() => this.#copies.delete(key), 1_000).unref();
       if (copies.delivered) return;
       copies.delivered = true;
-      this.emit('message', channel, message);
+      this.emit('message', channel, payload(message));
     }
   }
 
-  /** Subscribes on every master; resolves once a majority confirmed, rejects once a majority cannot. */
+  /**
+   * Subscribes on every master; resolves once a majority confirmed, rejects once a majority cannot:
+   * with the masters' own refusal when each failed master refused (an ACL), else with
+   * `ERR_LOCK_NO_QUORUM` naming every master that failed and why.
+   */
   subscribe(...channels: string[]): Promise<void> {
     const n = this.#connections.length;
     return new Promise<void>((resolve, reject) => {
       let ok = 0;
-      let failed = 0;
-      const fail = (connection: RedisClient, error: unknown) => {
-        this.#missed.add(connection);
-        if (++failed === n - this.#quorum + 1) reject(error);
+      const replies: (Reply<void> | undefined)[] = this.#connections.map(() => undefined);
+      const fail = (i: number, error: unknown) => {
+        this.#missed.add(this.#connections[i]!);
+        replies[i] = { ok: false, error: isReplyError(error) ? error : classify(error, [], undefined, false) };
+        if (count(replies, (reply) => !reply.ok) !== n - this.#quorum + 1) return;
+        const refused = replies.every((reply) => reply === undefined || reply.ok || isReplyError(reply.error));
+        reject(refused ? error : noQuorum(`Cannot subscribe to ${channels.map((channel) => `"${channel}"`).join(', ')} to wait for the lock`, this.#masters, replies));
       };
-      for (const connection of this.#connections) {
+      this.#connections.forEach((connection, i) => {
         // A connection known down fails at once (it is subscribed again when it comes back).
         if (connection.status === 'reconnecting' || connection.status === 'end' || connection.status === 'close') {
-          fail(connection, new Error(`the subscriber connection is ${connection.status}`));
-          continue;
+          fail(i, new Error(`the subscriber connection is ${connection.status}`));
+          return;
         }
         connection.subscribe(...channels).then(
           () => {
+            replies[i] = { ok: true, value: undefined };
             if (++ok === this.#quorum) resolve();
           },
-          (error: unknown) => fail(connection, error),
+          (error: unknown) => fail(i, error),
         );
-      }
+      });
     });
   }
 

@@ -2,7 +2,6 @@
 // master; an attempt holds when a majority took it within the validity time, and its fencing token is
 // confirmed on a majority before the lease is handed out (the rule is proved in docs/guarantees.md).
 import type { Lease } from '../api.ts';
-import { LockError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
 import { lockKeys, type LockKeys } from '../lock/keys.ts';
@@ -12,7 +11,7 @@ import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { Renewer } from '../runtime/watchdog.ts';
 import type { AcquireResult, RedlockCommands } from './commands.ts';
-import { answeredError, noQuorum } from './quorum.ts';
+import { answeredError, noQuorum, splitRetryMs } from './quorum.ts';
 
 /** What every Redlock lock of one client shares. */
 export interface RedlockShared {
@@ -30,12 +29,6 @@ export function driftMs(leaseMs: number): number {
   return Math.ceil(leaseMs / 100) + 2;
 }
 
-/**
- * A wait that rides out a lost quorum stops retrying this long before it ends, to reject with the
- * cause: the frame may sleep up to a second between tries while the subscriptions fail too.
- */
-const RIDE_MARGIN_MS = 1_250;
-
 /** A finite wait's attempt settles this long before the wait ends, so that its cause reaches the caller. */
 const ANSWER_MARGIN_MS = 100;
 /** ... but an attempt is given at least this long (within its validity): a short wait ends as a timeout. */
@@ -46,9 +39,6 @@ const CONTENDED_MS = 1_000;
 
 /** After the gate was found held, how soon an attempt asks every master again (unless woken before). */
 const PROBE_RECHECK_MS = 100;
-
-/** Where the attempt was split between owners, how soon to try again: a few ms, at random (no lockstep). */
-const splitRetryMs = () => 2 + Math.floor(Math.random() * 10);
 
 export class RedlockImpl extends LockBase<LockKeys> {
   readonly #shared: RedlockShared;
@@ -69,11 +59,10 @@ export class RedlockImpl extends LockBase<LockKeys> {
 
   protected takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
     const { runtime } = this.#shared;
-    // A finite wait rides out a lost quorum (a master restarting, a connection coming back) until
-    // shortly before it ends, then rejects with ERR_LOCK_NO_QUORUM; the others reject at once.
+    // A finite wait rides out a lost quorum (a master restarting, a connection coming back) until it
+    // ends, then rejects with ERR_LOCK_NO_QUORUM (the frame's doing); the others reject at once.
     const finite = waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
     const endsAt = runtime.watchdog.clock.now() + waitMs;
-    let failures = 0;
     // The first attempt asks every master at once. A later one (a waiter, woken or timed out) asks the
     // gate master first: under contention the losers stop there, one script call each, and the masters
     // are seldom split between owners. After the gate was found held, an attempt PROBE_RECHECK_MS or
@@ -88,23 +77,15 @@ export class RedlockImpl extends LockBase<LockKeys> {
       // instead of overtaking them with an attempt on every master.
       const quiet = attempts++ === 0 && now - (this.#shared.contended.get(this.#keys.lock) ?? Number.NEGATIVE_INFINITY) > CONTENDED_MS;
       const gate = quiet || recheck ? undefined : this.#shared.commands.gate();
-      try {
-        // No attempt outlives its validity, nor (for a finite wait) the wait: what has not answered
-        // by then counts as unreachable, so the wait ends with the cause, ERR_LOCK_NO_QUORUM.
-        const lease = leaseMs ?? runtime.leaseMs;
-        const left = finite ? endsAt - now - ANSWER_MARGIN_MS : Number.POSITIVE_INFINITY;
-        const timeoutMs = Math.min(lease - driftMs(lease), Math.max(left, MIN_ATTEMPT_MS));
-        const [outcome, gateHeld] = await this.#attempt(leaseMs, gate, timeoutMs);
-        gateHeldAt = gateHeld ? now : undefined;
-        if (outcome.kind === 'busy') this.#contended(now);
-        failures = 0;
-        return outcome;
-      } catch (error) {
-        const retryMs = Math.min(500, 50 * 2 ** failures++);
-        if (!finite || !(error instanceof LockError) || error.code !== 'ERR_LOCK_NO_QUORUM') throw error;
-        if (endsAt - runtime.watchdog.clock.now() < retryMs + RIDE_MARGIN_MS) throw error;
-        return { kind: 'busy', retryMs };
-      }
+      // No attempt outlives its validity, nor (for a finite wait) the wait: what has not answered
+      // by then counts as unreachable, so the wait ends with the cause, ERR_LOCK_NO_QUORUM.
+      const lease = leaseMs ?? runtime.leaseMs;
+      const left = finite ? endsAt - now - ANSWER_MARGIN_MS : Number.POSITIVE_INFINITY;
+      const timeoutMs = Math.min(lease - driftMs(lease), Math.max(left, MIN_ATTEMPT_MS));
+      const [outcome, gateHeld] = await this.#attempt(leaseMs, gate, timeoutMs);
+      gateHeldAt = gateHeld ? now : undefined;
+      if (outcome.kind === 'busy') this.#contended(now);
+      return outcome;
     };
     return acquire(runtime, {
       name: this.name,
@@ -183,12 +164,7 @@ export class RedlockImpl extends LockBase<LockKeys> {
     // when a majority proposed that very value, their acquire wrote it already.
     const token = Math.max(...tokens);
     if (tokens.filter((t) => t === token).length < quorum) {
-      let confirmed: boolean;
-      try {
-        ({ confirmed } = await commands.fenceUp(keys, hold.owner, token, Math.max(runtime.fenceTtlMs, lease), taken));
-      } catch {
-        confirmed = false;
-      }
+      const confirmed = await commands.fenceUp(keys, hold.owner, token, Math.max(runtime.fenceTtlMs, lease), taken).catch(() => false);
       if (!confirmed) {
         watchdog.delete(hold);
         commands.rollback(keys, hold.owner);

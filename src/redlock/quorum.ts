@@ -1,6 +1,8 @@
 // The quorum seam: one script or read on every master at once, settled by the majority as soon as the
 // replies decide it (a slow or unreachable minority never holds an operation up).
+import { randomUUID } from 'node:crypto';
 import { LockError } from '../errors.ts';
+import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { errorMessage, type ScriptRunner } from '../runtime/script.ts';
 
 /** One master: its runner (EVALSHA/EVAL over its own connection) and its host:port. */
@@ -115,7 +117,7 @@ export function answeredError(replies: readonly (Reply<unknown> | undefined)[]):
  * The error of an operation that could not reach a majority: it names each master that failed
  * (host:port and why) or did not answer in time, and those that answered.
  */
-export function noQuorum(what: string, masters: readonly Master[], replies: readonly (Reply<unknown> | undefined)[], lockName?: string): LockError {
+export function noQuorum(what: string, masters: readonly Pick<Master, 'label'>[], replies: readonly (Reply<unknown> | undefined)[], lockName?: string): LockError {
   const failed: string[] = [];
   const answered: string[] = [];
   replies.forEach((reply, i) => {
@@ -133,4 +135,178 @@ export function noQuorum(what: string, masters: readonly Master[], replies: read
       (answered.length > 0 ? `; answered: ${answered.join(', ')}` : ''),
     { lockName, code: 'ERR_LOCK_NO_QUORUM', cause: first?.error },
   );
+}
+
+/** Where the masters were split between owners, how soon to try again: a few ms, at random (no lockstep). */
+export const splitRetryMs = (): number => 2 + Math.floor(Math.random() * 10);
+
+/**
+ * How long the masters that have not answered get once a majority answered without deciding (taken
+ * on one, refused on another; a hold renewed on one, absent on another): Redlock's small per-master
+ * timeout. A silent master (a partition) would otherwise hold such a call up until the command timeout.
+ */
+const STRAGGLER_MS = 50;
+
+/**
+ * What the commands of every Redlock lock kind share: the masters and their majority, unique release
+ * messages, the masters a release publishes on, the gate, and the majority's rules for the outcomes
+ * every kind has (acquired, re-entered, released, renewed, force-released).
+ */
+export class Quorum {
+  readonly masters: readonly Master[];
+  /** The majority: floor(n / 2) + 1. */
+  readonly quorum: number;
+  /** The publish command ("publish", or "spublish"). */
+  readonly publish: string;
+  /** Master indexes sorted by host:port. */
+  readonly #byLabel: readonly number[];
+  /** Release messages are unique (`rl:<nonce>:<seq>`), so a subscriber counts each release's copies. */
+  readonly #nonce = randomUUID().slice(0, 8);
+  #seq = 0;
+
+  constructor(masters: readonly Master[], publish: string) {
+    this.masters = masters;
+    this.quorum = quorumOf(masters.length);
+    this.publish = publish;
+    this.#byLabel = [...masters.keys()].sort((a, b) => (masters[a]!.label < masters[b]!.label ? -1 : 1));
+  }
+
+  /** A new release message: `rl:<nonce>:<seq>`. */
+  message(): string {
+    return `rl:${this.#nonce}:${++this.#seq}`;
+  }
+
+  /**
+   * The publish command of each master for one release: the command on a majority, the first by
+   * host:port that are not known down (so the gate is one of them: a woken waiter finds the gate
+   * released), '' elsewhere. The subscribers deliver a release once a majority has published it.
+   */
+  publishers(): string[] {
+    const up = this.#byLabel.filter((i) => !this.masters[i]!.down());
+    const publishers = new Set((up.length >= this.quorum ? up : this.#byLabel).slice(0, this.quorum));
+    return this.masters.map((_, i) => (publishers.has(i) ? this.publish : ''));
+  }
+
+  /** The gate of waiters' attempts: the first master by host:port that is not known down (the same in every client). */
+  gate(): number | undefined {
+    return this.#byLabel.find((i) => !this.masters[i]!.down());
+  }
+
+  /**
+   * gather() with Redlock's small per-master timeout: once a majority of the masters given answered
+   * without deciding, the rest get STRAGGLER_MS more, then count as not answering (what a straggler
+   * does later is the caller's to account for: a failed acquire is rolled back on it).
+   */
+  settle<R, D>(masters: readonly Master[], call: (master: Master, index: number) => Promise<R>, decide: Decide<R, D>, timeoutMs?: number, failFast = true): Promise<D> {
+    let cutOff: (() => void) | undefined;
+    const cut = new Promise<never>((_, reject) => {
+      const error = () => new LockError(`Redis could not be reached: no answer within ${STRAGGLER_MS} ms of a majority's`, { code: 'ERR_LOCK_UNREACHABLE' });
+      cutOff = () => setTimeout(() => reject(error()), STRAGGLER_MS).unref();
+    });
+    cut.catch(() => undefined);
+    const majority = quorumOf(masters.length);
+    return gather(
+      masters,
+      (master, i) => Promise.race([call(master, i), cut]),
+      (replies, done) => {
+        const decided = decide(replies, done);
+        if (decided === undefined && cutOff && count(replies, (reply) => reply.ok) >= majority) {
+          cutOff();
+          cutOff = undefined;
+        }
+        return decided;
+      },
+      failFast,
+      timeoutMs,
+    );
+  }
+
+  /**
+   * Whether an acquire's replies so far decide it: a majority took it; or it cannot be taken, and
+   * either a majority answered (it is held) or too few can still answer (no quorum: the error must say which).
+   */
+  acquireDecided(replies: readonly (Reply<unknown> | undefined)[], taken: number): boolean {
+    const answered = count(replies, (reply) => reply.ok);
+    const left = pending(replies);
+    return taken >= this.quorum || (taken + left < this.quorum && (answered >= this.quorum || answered + left < this.quorum));
+  }
+
+  /**
+   * The fence write-back of a token (see docs/redlock.md): `call` on the masters listed (those that
+   * took the hold); true once a majority of all masters confirmed it, false when they cannot (or fail).
+   */
+  confirmed(indexes: readonly number[], call: (master: Master) => Promise<boolean>, timeoutMs?: number): Promise<boolean> {
+    return this.settle(
+      indexes.map((i) => this.masters[i]!),
+      call,
+      (replies, done) => {
+        const yes = count(replies, (reply) => reply.ok && reply.value);
+        if (yes >= this.quorum) return true;
+        return done || yes + pending(replies) < this.quorum ? false : undefined;
+      },
+      timeoutMs,
+    ).catch(() => false);
+  }
+
+  /** Re-entry: entered where a majority still holds it (the largest count), gone where a majority cannot. */
+  reentry(what: string, lockName: string): Decide<ReenterOutcome, ReenterOutcome> {
+    const n = this.masters.length;
+    return (replies, done) => {
+      const counts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'entered' ? [reply.value.count] : []));
+      if (counts.length >= this.quorum) return { kind: 'entered', count: Math.max(...counts) };
+      if (count(replies, (reply) => reply.ok && reply.value.kind === 'gone') > n - this.quorum) return { kind: 'gone' };
+      if (!done) return undefined;
+      throw answeredError(replies) ?? noQuorum(what, this.masters, replies, lockName);
+    };
+  }
+
+  /**
+   * Release: released when a majority released it, or when some did and too few can answer "gone"
+   * (a hold may live on a bare majority); gone when a majority held nothing, or every master answered
+   * and none released.
+   */
+  released(what: string, lockName: string): Decide<ReleaseOutcome, ReleaseOutcome> {
+    return (replies, done) => {
+      const lefts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'released' ? [reply.value.left] : []));
+      const gone = count(replies, (reply) => reply.ok && reply.value.kind === 'gone');
+      if (gone >= this.quorum) return { kind: 'gone' };
+      if (lefts.length >= this.quorum || (lefts.length > 0 && (done || gone + pending(replies) < this.quorum))) return { kind: 'released', left: Math.max(...lefts) };
+      if (!done) return undefined;
+      if (count(replies, (reply) => !reply.ok) === 0) return { kind: 'gone' };
+      throw answeredError(replies) ?? noQuorum(what, this.masters, replies, lockName);
+    };
+  }
+
+  /**
+   * Renewal, one flag per hold: renewed on a majority (true), or not (false: held by too few, or, once
+   * a majority answered, not renewed on a majority by then: a hold on one live master and a silent
+   * one cannot be kept, and one undecided hold must not stall the renewal of all). When fewer than a
+   * majority answer, the batch fails: the watchdog tries again, and each hold's deadline ends it if
+   * no majority comes back in time.
+   */
+  renewed(holds: number, what: string): Decide<readonly boolean[], boolean[]> {
+    const n = this.masters.length;
+    return (replies, done) => {
+      const flags: boolean[] = [];
+      for (let i = 0; i < holds; i++) {
+        const yes = count(replies, (reply) => reply.ok && reply.value[i] === true);
+        const no = count(replies, (reply) => reply.ok && reply.value[i] === false);
+        if (yes >= this.quorum) flags.push(true);
+        else if (no > n - this.quorum || (done && count(replies, (reply) => reply.ok) >= this.quorum)) flags.push(false);
+        else if (done) throw noQuorum(what, this.masters, replies);
+        else return undefined;
+      }
+      return flags;
+    };
+  }
+
+  /** Force-release: true when some master held it; false when a majority answered that none did. */
+  forced(what: string): Decide<boolean, boolean> {
+    return (replies, done) => {
+      if (!done) return undefined;
+      if (count(replies, (reply) => reply.ok && reply.value) > 0) return true;
+      if (count(replies, (reply) => reply.ok) >= this.quorum) return false;
+      throw answeredError(replies) ?? noQuorum(what, this.masters, replies);
+    };
+  }
 }

@@ -2,18 +2,9 @@
 // time to live and the hold count that a majority has.
 import { LockError } from '../errors.ts';
 import type { LockKeys } from '../lock/keys.ts';
-import { answeredError, count, gather, noQuorum, quorumOf, type Master } from './quorum.ts';
+import { answeredError, count, gather, noQuorum, Quorum, type Master } from './quorum.ts';
 
-export class QuorumReads {
-  readonly masters: readonly Master[];
-  /** The majority: floor(n / 2) + 1. */
-  readonly quorum: number;
-
-  constructor(masters: readonly Master[]) {
-    this.masters = masters;
-    this.quorum = quorumOf(masters.length);
-  }
-
+export class QuorumReads extends Quorum {
   /** Locked when a majority of masters hold the lock hash. */
   isLocked(keys: LockKeys): Promise<boolean> {
     const n = this.masters.length;

@@ -38,8 +38,9 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
     leaseMs: options.leaseMs,
     fenceTtlMs: options.fenceTtlMs,
     redis: connections[0]!,
+    servers: connections.map((redis, i) => ({ redis, label: options.servers[i]!.label })),
     events: options.events,
-    connectSubscriber: (): RedisClient => new FanoutConnection(connections.map(options.subscriber), quorum) as unknown as RedisClient,
+    connectSubscriber: (): RedisClient => new FanoutConnection(connections.map(options.subscriber), quorum, options.servers.map((server) => server.label)) as unknown as RedisClient,
   });
   const masters = connections.map(
     (connection, i): Master => ({

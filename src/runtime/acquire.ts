@@ -55,9 +55,9 @@ export interface WaitState {
   sentAt: number;
 }
 
-/** A failure to reach Redis (as opposed to an answer from it). */
+/** A failure to reach Redis, or (Redlock) a majority of its masters, as opposed to an answer from it. */
 export function isUnreachable(error: unknown): error is LockError {
-  return error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE';
+  return error instanceof LockError && (error.code === 'ERR_LOCK_UNREACHABLE' || error.code === 'ERR_LOCK_NO_QUORUM');
 }
 
 /** The acquire of a lock that retries on its own: a lean first attempt, then the frame's attempt-sleep loop. */
@@ -176,6 +176,14 @@ function timeoutError(runtime: Runtime, request: FrameRequest<unknown>, state: W
   // An attempt unanswered for a second is a Redis that does not answer, connected or not; one sent a
   // moment ago only lost the race with the timer.
   const unanswered = state.inFlight && runtime.watchdog.clock.now() - state.sentAt > UNANSWERED_MS;
+  // Redlock: the masters a majority could not be reached on are named in the quorum's error.
+  if (state.unreachable?.code === 'ERR_LOCK_NO_QUORUM') {
+    return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: ${state.unreachable.message}`, {
+      cause: state.unreachable.cause,
+      lockName: name,
+      code: 'ERR_LOCK_NO_QUORUM',
+    });
+  }
   if (state.unreachable || (state.inFlight && !runtime.runner.ready) || unanswered) {
     const cause = state.unreachable?.cause ?? runtime.runner.unreachableCause();
     return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: Redis could not be reached (${(cause as Error).message})`, {

@@ -213,6 +213,21 @@ export class Hold implements Renewable {
     return this.release(true);
   }
 
+  /**
+   * Replica sync (`replicas` > 0) of a first acquisition, before its lease is handed out: resolves
+   * once that many replicas have it (WAIT); else gives the hold back and rejects with
+   * `ERR_LOCK_REPLICATION`. Without replica sync, nothing is sent.
+   */
+  async replicated(): Promise<void> {
+    if (this.#runtime.replicas === 0) return;
+    try {
+      await this.#runtime.replicate(this.key, this.name);
+    } catch (error) {
+      this.giveBack().catch(() => undefined);
+      throw error;
+    }
+  }
+
   notHeld(): LockNotHeldError {
     return new LockNotHeldError(`Lock "${this.name}" is not held by this owner (expired, force-unlocked, or released)`, { lockName: this.name });
   }

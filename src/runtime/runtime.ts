@@ -33,6 +33,8 @@ export interface RuntimeOptions {
   readonly replicaTimeoutMs?: number | undefined;
   /** Where 'error' and 'warning' events go (the LockClient). */
   readonly events: EventEmitter;
+  /** Redlock: every master's command connection and host:port, each checked for its eviction policy (default: `redis` alone). */
+  readonly servers?: readonly { readonly redis: RedisClient; readonly label: string }[] | undefined;
   readonly clock?: Clock | undefined;
 }
 
@@ -54,7 +56,7 @@ export class Runtime {
   /** The acquires under way: close() aborts them all. */
   readonly pending = new Set<{ abort(reason: unknown): void }>();
   readonly #closer = new AbortController();
-  readonly #redis: RedisClient;
+  readonly #servers: readonly { readonly redis: RedisClient; readonly label?: string }[];
   readonly #events: EventEmitter;
   readonly #subscriber: Subscriber;
   #used = false;
@@ -64,7 +66,7 @@ export class Runtime {
     this.clientId = options.clientId;
     this.leaseMs = options.leaseMs;
     this.fenceTtlMs = options.fenceTtlMs;
-    this.#redis = options.redis;
+    this.#servers = options.servers ?? [{ redis: options.redis }];
     this.#events = options.events;
     this.cluster = options.redis.isCluster === true;
     this.publish = this.cluster ? SHARDED_PUBLISH : 'publish';
@@ -148,22 +150,26 @@ export class Runtime {
    * not second-guessed.
    */
   #checkEviction(): void {
-    const config = (this.#redis as { config?: (...args: string[]) => Promise<unknown> }).config;
-    if (typeof config !== 'function' || this.cluster) return;
-    config.call(this.#redis, 'GET', 'maxmemory-policy').then(
-      (reply) => {
-        // RESP2 answers [name, value]; RESP3 a map.
-        const policy = String((Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.['maxmemory-policy']) ?? '');
-        if (policy === '' || policy === 'noeviction') return;
-        this.warn(
-          new LockError(
-            `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict lock keys, and an evicted lock is silently lost. Use "noeviction" on the Redis that holds locks.`,
-            { code: 'ERR_LOCK_EVICTION_POLICY' },
-          ),
-        );
-      },
-      (error: Error) => log('CONFIG GET maxmemory-policy failed: %s', error.message),
-    );
+    if (this.cluster) return;
+    // Redlock: every master, each warning naming its server (an evicted key on one master weakens every quorum).
+    for (const { redis, label } of this.#servers) {
+      const config = (redis as { config?: (...args: string[]) => Promise<unknown> }).config;
+      if (typeof config !== 'function') continue;
+      config.call(redis, 'GET', 'maxmemory-policy').then(
+        (reply) => {
+          // RESP2 answers [name, value]; RESP3 a map.
+          const policy = String((Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.['maxmemory-policy']) ?? '');
+          if (policy === '' || policy === 'noeviction') return;
+          this.warn(
+            new LockError(
+              `Redis maxmemory-policy is "${policy}"${label ? ` on ${label}` : ''}: under memory pressure Redis may evict lock keys, and an evicted lock is silently lost. Use "noeviction" on the Redis that holds locks.`,
+              { code: 'ERR_LOCK_EVICTION_POLICY' },
+            ),
+          );
+        },
+        (error: Error) => log('CONFIG GET maxmemory-policy failed%s: %s', label ? ` on ${label}` : '', error.message),
+      );
+    }
   }
 
   /** Ends every pending wait with `reason`, stops the watchdog and the subscriber. */

@@ -64,7 +64,7 @@ export function errorMessage(error: unknown): string {
 }
 
 /** A reply error from Redis (the server answered), as opposed to a connection that failed. */
-function isReplyError(error: unknown): boolean {
+export function isReplyError(error: unknown): boolean {
   return error instanceof Error && error.name === 'ReplyError';
 }
 

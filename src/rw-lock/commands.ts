@@ -32,7 +32,8 @@ export interface RwTarget {
   readonly member: string;
 }
 
-const decodeAcquire = (reply: unknown, fence: string): RwAcquireOutcome => {
+/** Names an acquire script's reply (a refusal's trailing holder, when asked for, is left to the caller). */
+export const decodeAcquire = (reply: unknown, fence: string): RwAcquireOutcome => {
   if (Array.isArray(reply)) return { kind: 'busy', hintMs: Number(reply[1]), intent: reply[2] === 1 };
   return { kind: 'acquired', token: toToken(reply, fence) };
 };
@@ -48,7 +49,25 @@ const inspect = defineScript(lua.inspect, (reply) => {
 });
 const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
 
-export class RwLockCommands implements LockReads<RwSideKeys> {
+/** The read-write lock's scripts with their decoders, for the Redlock commands that run them on every master. */
+export const rwScripts = { readAcquire, writeAcquire, reenter, release, forceRelease, leave, inspect, renew } as const;
+
+/**
+ * The commands a side of a read-write lock runs: over one server (RwLockCommands), or on every master
+ * of a Redlock client with the majority deciding (src/redlock/rw-commands.ts). `lockName` names the
+ * lock in a quorum's errors.
+ */
+export interface RwCommands extends LockReads<RwSideKeys> {
+  readonly settings: RwSettings;
+  readAcquire(k: RwLockKeys, owner: string, leaseMs: number, fenceTtlMs: number, waitId: string, writeOwner: string, lockName: string): Promise<RwAcquireOutcome>;
+  writeAcquire(k: RwLockKeys, owner: string, leaseMs: number, fenceTtlMs: number, waitId: string, lockName: string): Promise<RwAcquireOutcome>;
+  reenter(k: RwLockKeys, member: string, believed: number, leaseMs: number | undefined, lockName: string): Promise<ReenterOutcome>;
+  release(k: RwLockKeys, member: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome>;
+  leave(k: RwLockKeys, waitId: string): Promise<unknown>;
+  renew(targets: readonly RwTarget[], leaseMs: number): Promise<boolean[]>;
+}
+
+export class RwLockCommands implements RwCommands {
   readonly settings: RwSettings;
   readonly #runner: ScriptRunner;
   readonly #publish: string;

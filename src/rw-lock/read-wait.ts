@@ -61,6 +61,13 @@ export async function readWait(w: ReadWait, stop: AbortSignal, state: WaitState)
       state.inFlight = false;
     }
   };
+  // A wait that ends leaves the room at once, not when an attempt still out is answered (as acquire()'s).
+  const leaveNow = () => {
+    if (!entered) return;
+    entered = false;
+    waiting.leave(w.channel, waiter);
+  };
+  stop.addEventListener('abort', leaveNow, { once: true });
   try {
     // Refused once already (the fast path): listen, then try again.
     let outcome: Attempt<LeaseImpl> | undefined = w.tried ? { kind: 'busy', retryMs: backoffMs(0) } : undefined;
@@ -103,6 +110,7 @@ export async function readWait(w: ReadWait, stop: AbortSignal, state: WaitState)
       await waiter.sleep(sleepMs, stop);
     }
   } finally {
+    stop.removeEventListener('abort', leaveNow);
     if (entered) waiting.leave(w.channel, waiter);
   }
 }

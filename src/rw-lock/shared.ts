@@ -2,24 +2,27 @@
 // its holds (which finds each hold's keys and member through `targets`).
 import type { Runtime } from '../runtime/runtime.ts';
 import type { Renewable, Renewer } from '../runtime/watchdog.ts';
-import { RwLockCommands, type RwSettings, type RwTarget } from './commands.ts';
+import { RwLockCommands, type RwCommands, type RwTarget } from './commands.ts';
 
 export interface RwShared {
   readonly runtime: Runtime;
-  readonly commands: RwLockCommands;
+  readonly commands: RwCommands;
   readonly renewer: Renewer;
   /** Each hold's keys and member, for its renewals; dropped with the hold. */
   readonly targets: WeakMap<Renewable, RwTarget>;
 }
 
-export function createRwShared(runtime: Runtime, settings?: RwSettings): RwShared {
-  const commands = new RwLockCommands(runtime.runner, runtime.publish, settings);
+/**
+ * @param commands the client's own server's by default; a Redlock client's run on every master
+ * @param allowanceMs the renewer's allowance (Redlock's clock drift), if any
+ */
+export function createRwShared(
+  runtime: Runtime,
+  commands: RwCommands = new RwLockCommands(runtime.runner, runtime.publish),
+  allowanceMs?: (leaseMs: number) => number,
+): RwShared {
   const targets = new WeakMap<Renewable, RwTarget>();
-  return {
-    runtime,
-    commands,
-    // A Cluster cannot run one script over keys of several slots: renew one hold per call there.
-    renewer: { renew: (batch, leaseMs) => commands.renew(batch.map((hold) => targets.get(hold)!), leaseMs), batch: 250 },
-    targets,
-  };
+  // A Cluster cannot run one script over keys of several slots: renew one hold per call there.
+  const renewer: Renewer = { renew: (batch, leaseMs) => commands.renew(batch.map((hold) => targets.get(hold)!), leaseMs), batch: 250 };
+  return { runtime, commands, renewer: allowanceMs ? { ...renewer, allowanceMs } : renewer, targets };
 }

@@ -30,8 +30,8 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
     const { commands } = shared;
     const member = (hold: Hold) => `${keys.side}:${hold.owner}`;
     this.#scripts = {
-      release: (hold, believed, whole) => commands.release(keys.rw, member(hold), believed, whole),
-      reenter: (hold, believed, leaseMs) => commands.reenter(keys.rw, member(hold), believed, leaseMs),
+      release: (hold, believed, whole) => commands.release(keys.rw, member(hold), believed, whole, name),
+      reenter: (hold, believed, leaseMs) => commands.reenter(keys.rw, member(hold), believed, leaseMs, name),
     };
   }
 
@@ -105,25 +105,26 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
     try {
       outcome =
         side === 'r'
-          ? await commands.readAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, writeOwner)
-          : await commands.writeAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId);
+          ? await commands.readAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, writeOwner, this.name)
+          : await commands.writeAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, this.name);
     } catch (error) {
       watchdog.delete(hold);
       // No answer is not "not taken": the script may still run after a client-side timeout. The
       // owner is this attempt's alone, so giving it back is safe whatever happened.
-      if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') commands.release(rw, member, 1, true).catch(noop);
+      if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') commands.release(rw, member, 1, true, this.name).catch(noop);
       throw error;
     }
     if (outcome.kind === 'busy') {
       watchdog.delete(hold);
       // ioredis may have resent this attempt after a first send that took the lock: give that back.
-      if (runner.maybeResent(mark)) commands.release(rw, member, 1, true).catch(noop);
+      if (runner.maybeResent(mark)) commands.release(rw, member, 1, true, this.name).catch(noop);
       // A writer behind readers renews its intent by trying again; otherwise sleep until the hint
       // passes (a lease or an intent ends), a millisecond more.
       const retryMs = outcome.hintMs + 1;
       return { kind: 'busy', retryMs: outcome.intent ? Math.min(retryMs, commands.settings.intentRenewMs) : retryMs };
     }
     hold.acquired(outcome.token, sentAt, lease);
+    await hold.replicated();
     if (watchdog.clock.now() >= hold.deadline) {
       // The reply came so late that the lease it began may be over already: never hand out a lost lease.
       hold.giveBack().catch(noop);

@@ -158,6 +158,7 @@ export class SemaphoreImpl implements Semaphore {
       return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };
     }
     hold.acquired(outcome.token, sentAt, lease);
+    await hold.replicated();
     if (watchdog.clock.now() >= hold.deadline) {
       // The reply came so late that the lease it began may be over already: never hand out a lost lease.
       hold.giveBack().catch(noop);

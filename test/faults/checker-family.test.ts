@@ -2,7 +2,7 @@
 // checks report what is wrong with them, and pass what is allowed.
 import * as assert from 'uvu/assert';
 import { describe } from '../helpers/describe.ts';
-import { checkMulti, checkReadWrite, checkSemaphore, peak, summary } from './checker.ts';
+import { checkKind, checkMulti, checkReadWrite, checkSemaphore, peak, summary } from './checker.ts';
 import type { Entry, MemberSection } from './protocol.ts';
 
 /** A completed section [start, end] with token `token`; `more` overrides any field. */
@@ -35,6 +35,22 @@ describe('faults checker: semaphore', (it) => {
   it('counts one permit for a section that does not say, and reports one section over the limit alone', () => {
     assert.is(checkSemaphore({ entries: [section(0, 1, 0, 10), section(1, 2, 5, 9)], counter: 2, permits: 1 }).overlaps.length, 1);
     assert.is(checkSemaphore({ entries: [section(0, 1, 0, 10, { permits: 3 })], counter: 1, permits: 2 }).overlaps.length, 1);
+  });
+
+  it('ends a SIGSTOPped worker\'s section at the stop when its storage command was sent before it, and only then', () => {
+    // Worker 0 sent its INCR at 9 and was stopped at 10; the reply came after SIGCONT (at 1200), when
+    // worker 1, whose lease began at 1100 after worker 0's had expired, held the one permit.
+    const collateral = section(0, 1, 0, 1_200, { permits: 1, sentAt: 9 });
+    const next = section(1, 2, 1_100, 1_150, { permits: 1 });
+    const faults = [{ kind: 'SIGSTOP holder', at: 10, worker: 0 }];
+    const input = { entries: [collateral, next], counter: 2, permits: 1, counters: {}, faults };
+    assert.is(checkSemaphore(input).overlaps.length, 1, 'without the stop taken into account: an excess');
+    assert.is(checkKind('semaphore', input).overlaps.length, 0, 'its effect came before the stop');
+    // Sent after the stop was recorded (the worker ran on): it still ends when its reply came.
+    const late = { ...input, entries: [{ ...collateral, sentAt: 11 }, next] };
+    assert.is(checkKind('semaphore', late).overlaps.length, 1);
+    // Another worker's stop changes nothing.
+    assert.is(checkKind('semaphore', { ...input, faults: [{ kind: 'SIGSTOP holder', at: 10, worker: 3 }] }).overlaps.length, 1);
   });
 
   it('lets a holder whose loss was signalled stop counting from then on', () => {

@@ -401,10 +401,26 @@ export function checkMulti(input: CheckInput & { readonly counters: Readonly<Rec
   return figures(input, overlaps, completed, staleWrites, problems);
 }
 
+/**
+ * The entries with the end of each section whose last storage command was sent before its worker was
+ * SIGSTOPped and answered after: that end is the stop. The storage is never faulted, so the command
+ * ran there before the stop (what its reply says arrives only after SIGCONT). Only such sections
+ * change; a section that acts after its worker resumed still ends when it does.
+ */
+export function stoppedEnds(entries: readonly Entry[], faults: readonly Fault[]): Entry[] {
+  const stops = faults.filter((fault) => fault.kind.startsWith('SIGSTOP') && fault.worker !== undefined);
+  if (stops.length === 0) return [...entries];
+  return entries.map((entry) => {
+    const stop = stops.find((s) => s.worker === entry.worker && entry.sentAt !== undefined && entry.sentAt <= s.at && s.at < entry.end);
+    return stop ? { ...entry, end: stop.at } : entry;
+  });
+}
+
 /** The check of a run of `kind`: the lock's for `lock()` and `fairLock()`, the family's own for the others. */
 export function checkKind(kind: LockKind, input: CheckInput & { readonly permits: number; readonly counters: Readonly<Record<string, number>> }): Report {
-  if (kind === 'semaphore') return checkSemaphore(input);
-  if (kind === 'rw-lock') return checkReadWrite(input);
-  if (kind === 'multi-lock') return checkMulti(input);
-  return check(input);
+  const settled = { ...input, entries: stoppedEnds(input.entries, input.faults ?? []) };
+  if (kind === 'semaphore') return checkSemaphore(settled);
+  if (kind === 'rw-lock') return checkReadWrite(settled);
+  if (kind === 'multi-lock') return checkMulti(settled);
+  return check(settled);
 }

@@ -36,6 +36,12 @@ export interface Entry {
    * normal section; the GET when the section learnt its loss before writing.
    */
   end: number;
+  /**
+   * When the storage command whose reply set `end` was sent. The storage Redis is never faulted, so
+   * that command ran there no later than it arrived: a worker SIGSTOPped after sending it sets `end`
+   * only after SIGCONT, though its effect came before the stop (see checker.ts, `stoppedEnds`).
+   */
+  sentAt?: number;
   /** How long acquire() took (start - asked), in milliseconds. */
   readonly waitMs: number;
   /** The counter value the section read (its GET), -1 when the GET failed. */

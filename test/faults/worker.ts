@@ -206,6 +206,7 @@ async function section(loop: number): Promise<void> {
     else lease.signal.addEventListener('abort', onLost, { once: true });
   }
   try {
+    entry.sentAt = now();
     await read(entry);
     entry.end = now();
     if (hold) {
@@ -217,6 +218,7 @@ async function section(loop: number): Promise<void> {
     }
     // The rule of the API: stop writing once the signal aborted.
     if (config!.blind || !lease.signal.aborted) {
+      entry.sentAt = now();
       await write(entry);
       entry.end = now();
     } else if (hold?.lateWrite) {

@@ -75,6 +75,80 @@ describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
     await eventually(async () => !(await other.lock(name).isLocked()), 'given back');
   });
 
+  it('waits for the replica on a semaphore acquire too; one the replica does not acknowledge gives its permits back', async () => {
+    const synced = client({ replicas: 1, replicaTimeoutMs: 4_000 });
+    const name = uniqueName();
+    const semaphore = synced.semaphore(name, { permits: 2 });
+    const waits = await calls(primary, 'wait');
+    const lease = await semaphore.acquire();
+    assert.is(await calls(primary, 'wait'), waits + 1);
+    assert.is(await replica.connect().hget(`relock:{${name}}:sem`, 'held'), '1', 'on the replica when acquire() resolved');
+    await lease.release();
+    const hasty = client({ replicas: 1, replicaTimeoutMs: 100 });
+    const pid = await pidOf(replica);
+    process.kill(pid, 'SIGSTOP');
+    let error: unknown;
+    try {
+      error = await rejects(hasty.semaphore(name, { permits: 2 }).acquire({ permits: 2 }));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    assert.instance(error, LockError);
+    assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
+    await eventually(async () => (await semaphore.availablePermits()) === 2, 'the permits given back');
+  });
+
+  it('waits for the replica on a fair lock, fresh and handed over; one the replica does not acknowledge is given back', async () => {
+    const synced = client({ replicas: 1, replicaTimeoutMs: 4_000 });
+    const name = uniqueName();
+    const lock = synced.fairLock(name);
+    const waits = await calls(primary, 'wait');
+    const first = await lock.acquire();
+    assert.is(await calls(primary, 'wait'), waits + 1, 'a fresh acquisition');
+    const next = client({ replicas: 1, replicaTimeoutMs: 4_000 }).fairLock(name).acquire();
+    await eventually(async () => (await primary.connect().llen(`relock:{${name}}:fair:q`)) === 1, 'the second waits in the queue');
+    await first.release();
+    const second = await next;
+    assert.is(await calls(primary, 'wait'), waits + 2, 'a hand-off');
+    assert.ok(second.fencingToken > first.fencingToken);
+    await second.release();
+    const hasty = client({ replicas: 1, replicaTimeoutMs: 100 });
+    const pid = await pidOf(replica);
+    process.kill(pid, 'SIGSTOP');
+    let error: unknown;
+    try {
+      error = await rejects(hasty.fairLock(name).acquire());
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
+    await eventually(async () => !(await lock.isLocked()), 'given back');
+  });
+
+  it('waits for the replica on both sides of a read-write lock; one the replica does not acknowledge is given back', async () => {
+    const synced = client({ replicas: 1, replicaTimeoutMs: 4_000 });
+    const name = uniqueName();
+    const rw = synced.readWriteLock(name);
+    const waits = await calls(primary, 'wait');
+    const write = await rw.writeLock().acquire();
+    assert.is(await calls(primary, 'wait'), waits + 1, 'the write side');
+    await write.release();
+    const read = await rw.readLock().acquire();
+    assert.is(await calls(primary, 'wait'), waits + 2, 'the read side');
+    await read.release();
+    const hasty = client({ replicas: 1, replicaTimeoutMs: 100 });
+    const pid = await pidOf(replica);
+    process.kill(pid, 'SIGSTOP');
+    let error: unknown;
+    try {
+      error = await rejects(hasty.readWriteLock(name).writeLock().acquire());
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
+    await eventually(async () => !(await rw.writeLock().isLocked()), 'given back');
+  });
+
   it('asks more replicas than there are: refused, whatever the wait', async () => {
     const greedy = client({ replicas: 2, replicaTimeoutMs: 50 });
     const error = await rejects(greedy.lock(uniqueName()).acquire());

@@ -98,6 +98,32 @@ describe('Redlock with masters down (3 masters)', (it) => {
     const ordered = naive.every((token, i) => i === 0 || token > naive[i - 1]!);
     assert.not.ok(ordered, `the naive per-master INCR happened to stay ordered: ${naive.join(', ')}`);
   }, 40_000);
+
+  it('rejects a waiter with ERR_LOCK_NO_QUORUM naming the masters that refused its subscriber connections, not as unreachable Redis', async () => {
+    const holder = m.client();
+    const waiter = m.client();
+    const name = uniqueName('rl');
+    const lease = await holder.lock(name).acquire();
+    await (await waiter.lock(uniqueName('rl')).acquire()).release(); // the waiter's command connections are open
+    // Masters 0 and 2 take no new connection: the waiter's subscriber connections (opened at its first wait) are refused there.
+    const refusing = [0, 2];
+    for (const i of refusing) {
+      const connected = String(await m.admins[i]!.client('LIST')).trim().split('\n').length;
+      await m.admins[i]!.config('SET', 'maxclients', String(connected));
+    }
+    try {
+      const error = await within(rejects(waiter.lock(name).acquire()), 5_000, 'the wait that cannot subscribe on a majority');
+      assert.instance(error, LockError);
+      assert.is(error.code, 'ERR_LOCK_NO_QUORUM');
+      assert.match(error.message, /subscribe/);
+      for (const i of refusing) assert.ok(error.message.includes(`:${m.servers[i]!.port}`), `master ${i} named in: ${error.message}`);
+      assert.not.ok(error.message.includes(`unreachable: 127.0.0.1:${m.servers[1]!.port}`), 'the master that took the subscription is not called unreachable');
+      assert.ok(await holder.lock(name).isLocked(), 'the holder kept its lock');
+    } finally {
+      for (const i of refusing) await m.admins[i]!.config('SET', 'maxclients', '10000');
+      await lease.release();
+    }
+  });
 });
 
 describe('Redlock with masters down (5 masters)', (it) => {

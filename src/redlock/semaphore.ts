@@ -1,0 +1,195 @@
+// The Redlock semaphore: client.semaphore() on a client of several masters. A semaphore of N permits
+// is N slots, each an exclusive resource voted on by majority: a lease of k permits holds when a
+// majority of masters gave it the same k slots within the validity time. Two majorities share a
+// master, where a slot has one owner, so a slot is held by one lease at a time, and at most N permits
+// are held. (A count per master, held on a majority, is not safe: docs/semaphore.md.) The semaphore
+// itself (waits, wake-ups, leases, validation) is the single-server one, over these commands.
+import type { Semaphore } from '../api.ts';
+import type { SemaphoreOptions } from '../options.ts';
+import type { ReleaseOutcome } from '../runtime/hold.ts';
+import type { Renewable, Renewer } from '../runtime/watchdog.ts';
+import { SemaphoreCommands, type AvailableOutcome, type SemaphoreAcquireOutcome } from '../semaphore/commands.ts';
+import type { SemaphoreKeys } from '../semaphore/keys.ts';
+import { SemaphoreImpl, type SemaphoreShared } from '../semaphore/semaphore.ts';
+import { driftMs, type RedlockShared } from './lock.ts';
+import { answeredError, count, noQuorum, splitRetryMs, type Reply } from './quorum.ts';
+import { agreed, heldSlots, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './sem-commands.ts';
+
+/**
+ * The most permits of a semaphore on a Redlock client: every attempt reads (and its reply lists)
+ * the holder of every slot on every master.
+ */
+export const MAX_REDLOCK_PERMITS = 1_000;
+
+/** The semaphore's name, from its key (for messages: SemaphoreImpl passes keys, not names). */
+const nameOf = (keys: SemaphoreKeys) => keys.sem.slice(keys.sem.indexOf(':{') + 2, -'}:sem'.length);
+
+/**
+ * How long a renewal or a release waits for a master that does not answer, when the masters that did
+ * cannot decide without it (a lease lives on a bare majority at times): a third of the watchdog lease,
+ * at most a second.
+ */
+const silentMs = (leaseMs: number) => Math.min(1_000, leaseMs / 3);
+
+/**
+ * Up to `permits` distinct slots of `limit` at random, which an attempt asks for first: attempts of
+ * different clients at the same moment then seldom ask for the same slots (the masters, each taking
+ * the lowest free slots in its own arrival order, would split them between the attempts). None when
+ * the attempt wants most of the slots: the lowest free ones do as well.
+ */
+function candidates(permits: number, limit: number): number[] {
+  if (permits * 2 > limit) return [];
+  const picked = new Set<number>();
+  while (picked.size < permits) picked.add(Math.floor(Math.random() * limit));
+  return [...picked];
+}
+
+/**
+ * Gives back what an attempt took on every master where it may hold slots it does not keep: at once
+ * where the reply is in (but where it took none), else once the master answers, when it took slots
+ * it does not keep or failed (no answer is not "not taken").
+ */
+function giveBackWhere(
+  slots: SlotCommands,
+  keys: SemaphoreKeys,
+  owner: string,
+  replies: SlotReplies,
+  sent: readonly (Promise<MasterSlots> | undefined)[],
+  publish: boolean,
+  keeps: (taken: string) => boolean,
+): void {
+  const back = slots.giveBack(keys, owner, publish);
+  const settle = (i: number, reply: Reply<MasterSlots>) => {
+    const taken = takenBy(reply, owner);
+    if (!reply.ok || (taken !== undefined && !keeps(taken))) back(i);
+  };
+  replies.forEach((reply, i) => {
+    if (reply !== undefined) settle(i, reply);
+    else
+      void sent[i]?.then(
+        (value) => settle(i, { ok: true, value }),
+        (error: unknown) => settle(i, { ok: false, error }),
+      );
+  });
+}
+
+/**
+ * The semaphore's commands on every master, decided by the majority: what SemaphoreImpl calls on one
+ * server, so the Semaphore API and its waits are the same on both.
+ */
+export class RedlockSemaphoreCommands extends SemaphoreCommands {
+  readonly #shared: RedlockShared;
+  readonly #slots: SlotCommands;
+  /** Owner -> the slots its majority agreed on, while its lease may be held: what renewal checks on each master. */
+  readonly #agreed = new Map<string, string>();
+
+  constructor(shared: RedlockShared) {
+    const { masters } = shared.commands;
+    super(masters[0]!.runner, shared.runtime.publish);
+    this.#shared = shared;
+    this.#slots = new SlotCommands(masters, shared.runtime.publish);
+  }
+
+  /**
+   * One attempt on every master. Acquired when a majority gave the owner the same slots within the
+   * validity (lease − elapsed − drift: the attempt gives up waiting then, and the hold's deadline
+   * counts from the first send), with the token confirmed on a majority; the other masters give
+   * those slots back. Otherwise everything is given back, and the attempt is busy: until a release
+   * or the earliest lease end when other leases hold too many slots on a majority, a few ms when
+   * the masters were split between attempts.
+   */
+  override async acquire(keys: SemaphoreKeys, owner: string, permits: number, limit: number, leaseMs: number, fenceTtlMs: number): Promise<SemaphoreAcquireOutcome> {
+    const slots = this.#slots;
+    const { quorum } = slots;
+    const { replies, sent } = await slots.acquire(keys, owner, permits, limit, leaseMs, fenceTtlMs, this.#shared.floor(), candidates(permits, limit), leaseMs - driftMs(leaseMs));
+    const mismatch = replies.find((reply) => reply?.ok && reply.value.kind === 'mismatch');
+    const won = mismatch ? undefined : agreed(replies, owner, quorum);
+    if (!won) {
+      const retry = this.#retry(replies, owner, permits, limit, quorum);
+      // Slots taken on a majority, even not all alike, may have made another attempt find the
+      // semaphore full: a split tells it of the give-back (a full one does not: it would wake
+      // itself, and find the same again).
+      const seen = heldSlots(replies, limit, undefined, quorum).length > heldSlots(replies, limit, owner, quorum).length;
+      giveBackWhere(slots, keys, owner, replies, sent, seen && !retry.full, () => false);
+      if (mismatch?.ok && mismatch.value.kind === 'mismatch') return { kind: 'mismatch', limit: mismatch.value.limit };
+      if (count(replies, (reply) => reply.ok) < quorum) {
+        const name = nameOf(keys);
+        throw answeredError(replies) ?? noQuorum(`Semaphore "${name}" was not acquired`, slots.masters, replies, name);
+      }
+      return { kind: 'busy', retryMs: retry.ms };
+    }
+    // Held: the masters that took other slots give them back. A late master that agrees keeps them.
+    giveBackWhere(slots, keys, owner, replies, sent, false, (taken) => taken === won.slots);
+    // The token: the largest of the majority's proposals, confirmed on a majority before the lease
+    // is handed out (the Redlock lock's rule, docs/guarantees.md); a majority that proposed that very
+    // value wrote it already.
+    const tokens = won.masters.map((i) => (replies[i] as { value: { token: number } }).value.token);
+    const token = Math.max(...tokens);
+    if (tokens.filter((t) => t === token).length < quorum) {
+      const fenceKeys = { lock: keys.sem, fence: keys.fence, channel: keys.channel };
+      const confirmed = await this.#shared.commands.fenceUp(fenceKeys, owner, token, Math.max(fenceTtlMs, leaseMs), won.masters).catch(() => false);
+      if (!confirmed) {
+        const back = slots.giveBack(keys, owner, true);
+        for (const i of slots.masters.keys()) back(i);
+        return { kind: 'busy', retryMs: splitRetryMs() - 1 };
+      }
+    }
+    this.#agreed.set(owner, won.slots);
+    return { kind: 'acquired', token };
+  }
+
+  /**
+   * How long a busy attempt sleeps at most (a release wakes it earlier): while other leases hold more
+   * slots on a majority than leave room for it, until the earliest lease end on a majority of masters;
+   * else (split between attempts) a few ms.
+   */
+  #retry(replies: SlotReplies, owner: string, permits: number, limit: number, quorum: number): { ms: number; full: boolean } {
+    const ends = replies
+      .flatMap((reply) => (reply?.ok && reply.value.kind === 'slots' ? [reply.value.waitMs < 0 ? this.#shared.runtime.leaseMs : reply.value.waitMs] : []))
+      .sort((a, b) => a - b);
+    const hint = ends[quorum - 1] ?? this.#shared.runtime.leaseMs;
+    const full = heldSlots(replies, limit, owner, quorum).length > limit - permits;
+    // SemaphoreImpl sleeps retryMs + 1.
+    return { ms: full ? hint : Math.min(hint, splitRetryMs() - 1), full };
+  }
+
+  override release(keys: SemaphoreKeys, owner: string): Promise<ReleaseOutcome> {
+    this.#agreed.delete(owner);
+    return this.#slots.release(keys, owner, nameOf(keys), silentMs(this.#shared.runtime.leaseMs));
+  }
+
+  /** The limit less the slots held on a majority of masters (by one owner each). */
+  override async available(keys: SemaphoreKeys, limit: number): Promise<AvailableOutcome> {
+    const replies = await this.#slots.available(keys, limit, nameOf(keys));
+    const mismatch = replies.find((reply) => reply?.ok && reply.value.kind === 'mismatch');
+    if (mismatch?.ok && mismatch.value.kind === 'mismatch') return { kind: 'mismatch', limit: mismatch.value.limit };
+    return { kind: 'available', permits: limit - heldSlots(replies, limit, undefined, this.#slots.quorum).length };
+  }
+
+  override async renew(leases: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
+    const flags = await this.#slots.renew(leases, leaseMs, (owner) => this.#agreed.get(owner) ?? '', silentMs(leaseMs));
+    // A lease that is gone is never renewed again: forget its slots.
+    flags.forEach((renewed, i) => renewed || (leases[i]!.held && this.#agreed.delete(leases[i]!.owner)));
+    return flags;
+  }
+}
+
+/** What every semaphore of a Redlock client shares: the quorum commands, and their renewer (the watchdog batches by renewer). */
+export function createRedlockSemaphoreShared(redlock: RedlockShared): SemaphoreShared {
+  const commands = new RedlockSemaphoreCommands(redlock);
+  // One lease per renewal: a lease that a silent master keeps undecided fails alone, not its batch.
+  const renewer: Renewer = { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 1, allowanceMs: driftMs };
+  return { runtime: redlock.runtime, commands, renewer };
+}
+
+/**
+ * The semaphore of a Redlock client: the single-server Semaphore over the quorum commands.
+ * @throws {TypeError | RangeError} for bad options, naming `permits` (at most 1000 on a Redlock client).
+ */
+export function redlockSemaphore(shared: SemaphoreShared, prefix: string, name: string, options: SemaphoreOptions): Semaphore {
+  const made = new SemaphoreImpl(shared, prefix, name, options);
+  if (made.permits > MAX_REDLOCK_PERMITS) {
+    throw new RangeError(`Expected \`permits\` to be a whole number from 1 to ${MAX_REDLOCK_PERMITS} on a Redlock client (every attempt reads each permit's slot on every master), got \`${made.permits}\` (number)`);
+  }
+  return made;
+}
