@@ -6,7 +6,7 @@ import { debuglog } from 'node:util';
 import { LockLostError, LockTimeoutError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
-import { backoffMs, isUnreachable, leaseTooShort, settledWithin, type WaitState } from '../runtime/acquire.ts';
+import { backoffMs, isUnreachable, leaseTooShort, MAX_LATE, settledWithin, type WaitState } from '../runtime/acquire.ts';
 import { FairWaiter, type Grant } from './grants.ts';
 import type { Heartbeat } from './heartbeat.ts';
 import { grantChannel, type FairLockKeys } from './keys.ts';
@@ -55,8 +55,9 @@ async function attempt(w: FairWait, hold: Hold, mode: 'try' | 'wait'): Promise<L
   hold.acquired(outcome.token, sentAt, leaseMs);
   await hold.replicated();
   if (watchdog.clock.now() >= hold.deadline) {
-    // The reply came so late that the lease it began may be over already: never hand out a lost lease.
-    hold.giveBack().catch(() => undefined);
+    // The reply came so late that the lease it began may be over already: never hand out a lost
+    // lease. The owner queues again after its give-back (on the same connection, answered first).
+    await settledWithin(hold.giveBack(), LEAVE_WAIT_MS);
     return 'late';
   }
   return leaseOf(w, hold);
@@ -117,8 +118,16 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
   const channel = grantChannel(keys, runtime.clientId);
   const finite = w.waitMs > 0 && w.waitMs !== Number.POSITIVE_INFINITY;
   const startedAt = watchdog.clock.now();
-  const hold = new Hold(runtime, { name, key: keys.lock, renewer: w.shared.renewer, scripts: w.scripts, renewable: w.leaseMs === undefined });
+  const init = { name, key: keys.lock, renewer: w.shared.renewer, scripts: w.scripts, renewable: w.leaseMs === undefined };
+  let hold = new Hold(runtime, init);
   const waiter = new FairWaiter(hold.owner, watchdog.clock);
+  /** Replies in a row that came after the lease they began (a slow network or a paused process). */
+  let late = 0;
+  /** After a late reply: the same owner queues again with a hold of its own (the given-back one may be lost). */
+  const lateAgain = () => {
+    if (++late >= MAX_LATE || w.waitMs === 0) throw leaseTooShort(name, late);
+    hold = new Hold(runtime, { ...init, owner: hold.owner });
+  };
   let heartbeat: Heartbeat | undefined;
   let entered = false;
   /** The owner may be in the queue, or hold a grant it does not know of: `leave` must run. */
@@ -149,7 +158,7 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
       if (got instanceof LeaseImpl) return { lease: (lease = got), hold };
       // A try that ioredis resent may have taken the lock for this owner the first time.
       queued = runner.maybeResent(mark);
-      if (got === 'late') throw leaseTooShort(name, 1);
+      if (got === 'late') lateAgain();
       if (w.waitMs === 0) throw new LockTimeoutError(`Lock "${name}" was not acquired within 0 ms: it is held`, { lockName: name });
     }
     await waiting.enter(channel, waiter, waiters.rule, name, { handsOn: false, lingerMs: w.shared.settings.keepListeningMs });
@@ -182,7 +191,11 @@ export async function fairWait(w: FairWait, stop: AbortSignal, state: WaitState)
           place();
           const got = await joining;
           if (got instanceof LeaseImpl) return { lease: (lease = got), hold };
-          if (got === 'late') throw leaseTooShort(name, 1);
+          if (got === 'late') {
+            lateAgain();
+            continue;
+          }
+          late = 0;
           join = false;
           failures = 0;
           state.unreachable = undefined;

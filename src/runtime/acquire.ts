@@ -37,8 +37,8 @@ export interface AcquireRequest<T> {
 
 /** An attempt out this long when a wait ends makes its error ERR_LOCK_UNREACHABLE. */
 const UNANSWERED_MS = 1_000;
-/** Fixed leases that end before the reply this many times in a row fail the acquire. */
-const MAX_LATE = 3;
+/** Leases that end before the reply this many times in a row fail the acquire (every kind). */
+export const MAX_LATE = 3;
 /**
  * How long a lock's channel stays subscribed after its last local waiter left: a hot lock's next
  * wait needs no SUBSCRIBE, no UNSUBSCRIBE and no second attempt (the mark tells whether a release

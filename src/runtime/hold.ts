@@ -40,6 +40,8 @@ export interface HoldInit {
   readonly scripts: HoldScripts;
   /** Kept alive by the watchdog (true) or a fixed lease (false). */
   readonly renewable: boolean;
+  /** The owner id; a fresh one (`clientId:uuid`) when absent. */
+  readonly owner?: string;
 }
 
 export class Hold implements Renewable {
@@ -70,7 +72,7 @@ export class Hold implements Renewable {
     this.key = init.key;
     this.renewer = init.renewer;
     this.renewable = init.renewable;
-    this.owner = `${runtime.clientId}:${randomUUID()}`;
+    this.owner = init.owner ?? `${runtime.clientId}:${randomUUID()}`;
   }
 
   lose(error: LockLostError): void {

@@ -3,7 +3,7 @@
 // write release admits ahead of writers; one message on the readers' channel wakes them all.
 import type { LeaseImpl } from '../lease.ts';
 import { LockTimeoutError } from '../errors.ts';
-import { backoffMs, isUnreachable, leaseTooShort, type Attempt, type WaitState } from '../runtime/acquire.ts';
+import { backoffMs, isUnreachable, leaseTooShort, MAX_LATE, type Attempt, type WaitState } from '../runtime/acquire.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { Waiter } from '../runtime/waiter.ts';
 import type { WakeRule } from '../runtime/waiting.ts';
@@ -18,8 +18,6 @@ export const wakeAll: WakeRule = (queue) => {
  * after the last reader left, so that the next wait finds it listening (no SUBSCRIBE, one try).
  */
 const ROOM = { handsOn: false, lingerMs: 2_000 } as const;
-/** Fixed leases that end before the reply this many times in a row fail the acquire (as acquire()). */
-const MAX_LATE = 3;
 
 export interface ReadWait {
   readonly runtime: Runtime;

@@ -98,6 +98,61 @@ describe('Fixed leases too short for the link (issue 7, 3.2)', (it) => {
     });
   }
 
+  it('fairLock().acquire({ leaseMs: 5 }) over a link with 10 ms latency each way queues again after a late reply, and fails with ERR_LOCK_LEASE_TOO_SHORT after three', async () => {
+    await (await s.client.fairLock(uniqueName('warm-up')).acquire()).release(); // scripts loaded
+    const proxy = await startProxy(s.f.server);
+    const client = new LockClient({ redis: { ...proxy.options } });
+    client.on('error', noop);
+    try {
+      const lock = client.fairLock(uniqueName());
+      await lock.isLocked();
+      proxy.delay(10);
+      const before = await scriptCalls(s);
+      const error = await within(rejects(lock.acquire({ leaseMs: 5 })), 3_000, 'the late fair acquire');
+      await sleep(100); // give-backs still on the way
+      const calls = (await scriptCalls(s)) - before;
+      assert.instance(error, LockError, `a LockError, got ${String(error)}`);
+      assert.is(error.code, 'ERR_LOCK_LEASE_TOO_SHORT');
+      assert.match(error.message, /3 times in a row/);
+      // Each late reply is given back: three acquires or joins, three give-backs (and a leave).
+      assert.ok(calls >= 6 && calls <= 10, `${calls} script calls`);
+      const base = `relock:{${lock.name}}:fair`;
+      assert.is(await s.f.admin.exists(base, `${base}:q`), 0, 'nothing left held or queued');
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+
+  it('fairLock().acquire({ leaseMs: 5 }) rides out one late reply: the link recovers and the owner, queued again, gets the lock', async () => {
+    await (await s.client.fairLock(uniqueName('warm-up')).acquire()).release();
+    const proxy = await startProxy(s.f.server);
+    const client = new LockClient({ redis: { ...proxy.options } });
+    client.on('error', noop);
+    try {
+      const lock = client.fairLock(uniqueName());
+      await lock.isLocked();
+      proxy.delay(10);
+      const before = await scriptCalls(s);
+      const acquiring = lock.acquire({ leaseMs: 5, waitMs: 2_000 }).then(
+        (lease) => lease,
+        (error: Error) => error,
+      );
+      // The first try's reply comes after its 5 ms lease: it is given back. Once that give-back has
+      // reached Redis, the link mends, and the owner queues again.
+      const until = performance.now() + 2_000;
+      while ((await scriptCalls(s)) - before < 2 && performance.now() < until) await sleep(2);
+      proxy.delay(0);
+      const lease = await within(acquiring, 3_000, 'the acquire');
+      assert.not.instance(lease, Error, `acquired, got ${String(lease)}`);
+      assert.ok((await scriptCalls(s)) - before >= 3, 'a late try, its give-back, a join');
+      await (lease as Lease).release();
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  });
+
   it('aborts lease.signal before Redis expires the key, for every fixed lease from 5 to 20 ms', async () => {
     // Five tries per lease; a lease fails when most of them abort after the expiry. A few late tries
     // are forgiven: on a busy machine a timer can fire late by more than any margin.
