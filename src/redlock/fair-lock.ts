@@ -1,5 +1,5 @@
 // The fair lock on a Redlock client: exclusion by the quorum, order by the gate. One master, the gate
-// (the first by host:port not known down, the same in every client), keeps the waiters' queue: an
+// (the first by host:port not known down or silent, the same in every client), keeps the waiters' queue: an
 // acquire waits its turn there in the single-server fair lock, then takes a Redlock quorum lock of its
 // own within what is left of the wait. Queues kept on every master would hand the lock to different
 // heads (joins reach the masters in different orders) and agree on nobody: see docs/fair-lock.md.
@@ -36,7 +36,7 @@ export function fairQuorumPrefix(prefix: string): string {
   return `${prefix}:fair-quorum`;
 }
 
-/** How often a wait in a gate's queue looks whether that master is known down and the gate moved (no I/O). */
+/** How often a wait in a gate's queue looks whether that master is down or silent and the gate moved (no I/O). */
 const GATE_CHECK_MS = 100;
 /** How long a release waits for the gate's hold to be given back (a gate that does not answer holds nobody up). */
 const GATE_RELEASE_MS = 250;
@@ -229,7 +229,7 @@ export class RedlockFairLockImpl extends LockBase<RedlockFairKeys> {
 
   /**
    * The turn in the gate's queue: the fair lock's lease on the gate master. A wait whose gate went
-   * down (known down, and another master is the gate now) queues again on the new gate while its wait
+   * down or silent (and another master is the gate now) queues again on the new gate while its wait
    * lasts: the order is best-effort while the gate changes.
    */
   async #queue(left: () => number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
@@ -238,10 +238,10 @@ export class RedlockFairLockImpl extends LockBase<RedlockFairKeys> {
       // No master up: any of them (the attempt fails as unreachable, or rides it out).
       const gate = commands.gate() ?? 0;
       const moved = new AbortController();
-      const gone = () => commands.masters[gate]!.down() && commands.gate() !== undefined && commands.gate() !== gate;
+      const gone = () => !commands.usable(gate) && commands.gate() !== undefined && commands.gate() !== gate;
       let timer: NodeJS.Timeout | undefined;
       const watch = () => {
-        if (gone()) moved.abort(new GateMoved(`the gate ${commands.masters[gate]!.label} is down`));
+        if (gone()) moved.abort(new GateMoved(`the gate ${commands.masters[gate]!.label} is ${commands.masters[gate]!.down() ? 'down' : 'silent'}`));
         else timer = setTimeout(watch, GATE_CHECK_MS).unref();
       };
       watch();

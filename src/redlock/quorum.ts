@@ -22,6 +22,13 @@ export type Reply<R> = { readonly ok: true; readonly value: R } | { readonly ok:
  */
 export type Decide<R, D> = (replies: readonly (Reply<R> | undefined)[], done: boolean) => D | undefined;
 
+/**
+ * How long a master may leave a command unanswered before it counts as silent for the gate and the
+ * publishers (everything else keeps sending to it): far above a loaded loopback's replies, far below
+ * the 5 s command timeout a silent gate would otherwise stall its queue for.
+ */
+export const SILENT_MS = 500;
+
 /** The majority of n masters. */
 export function quorumOf(n: number): number {
   return Math.floor(n / 2) + 1;
@@ -178,18 +185,30 @@ export class Quorum {
 
   /**
    * The publish command of each master for one release: the command on a majority, the first by
-   * host:port that are not known down (so the gate is one of them: a woken waiter finds the gate
+   * host:port that are usable (so the gate is one of them: a woken waiter finds the gate
    * released), '' elsewhere. The subscribers deliver a release once a majority has published it.
    */
   publishers(): string[] {
-    const up = this.#byLabel.filter((i) => !this.masters[i]!.down());
+    const up = this.#byLabel.filter((i) => this.usable(i));
     const publishers = new Set((up.length >= this.quorum ? up : this.#byLabel).slice(0, this.quorum));
     return this.masters.map((_, i) => (publishers.has(i) ? this.publish : ''));
   }
 
-  /** The gate of waiters' attempts: the first master by host:port that is not known down (the same in every client). */
+  /**
+   * The gate of waiters' attempts: the first master by host:port that is usable (the same in every
+   * client once each has heard the silence); with none usable, the first not known down.
+   */
   gate(): number | undefined {
-    return this.#byLabel.find((i) => !this.masters[i]!.down());
+    return this.#byLabel.find((i) => this.usable(i)) ?? this.#byLabel.find((i) => !this.masters[i]!.down());
+  }
+
+  /**
+   * Whether master `i` is worth ordering on: not known down, and not silent (a command out
+   * SILENT_MS without a reply: a partition or a frozen server keeps its connection up).
+   */
+  usable(i: number): boolean {
+    const master = this.masters[i]!;
+    return !master.down() && !master.runner.silentFor(SILENT_MS);
   }
 
   /**

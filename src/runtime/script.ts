@@ -121,6 +121,13 @@ export class ScriptRunner {
   /** On a Cluster: whether its servers have SPUBLISH, once probed. */
   #sharded: boolean | undefined;
   #probe: Promise<boolean> | undefined;
+  /** Commands out (sent, not settled). */
+  #out = 0;
+  /**
+   * Since when the server has been silent: the last reply while commands were still out, or the
+   * sending of the first command after it went quiet; undefined: nothing is awaited from it.
+   */
+  #unansweredSince: number | undefined;
 
   constructor(redis: RedisClient, closed: AbortSignal) {
     this.#redis = redis;
@@ -180,6 +187,26 @@ export class ScriptRunner {
     return this.#redis.status === undefined || this.#redis.status === 'ready';
   }
 
+  /**
+   * Whether a command has been out `ms` or longer with no reply from the server since it was sent: a
+   * server whose connection is up but silent (a partition, a frozen process). A command that failed
+   * without a reply (a timeout) keeps it silent until the next reply.
+   */
+  silentFor(ms: number): boolean {
+    return this.#unansweredSince !== undefined && performance.now() - this.#unansweredSince >= ms;
+  }
+
+  #sent(): void {
+    this.#out++;
+    this.#unansweredSince ??= performance.now();
+  }
+
+  /** After a command's outcome: a reply, or an error the server sent, restarts the silence clock. */
+  #heard(error?: unknown): void {
+    this.#out--;
+    if (error === undefined || (error instanceof Error && error.name === 'ReplyError')) this.#unansweredSince = this.#out > 0 ? performance.now() : undefined;
+  }
+
   /** Why Redis seems unreachable now: the last connection error, or the connection's state. */
   unreachableCause(): Error {
     return this.#watch.lastError ?? new Error(`the connection is ${this.#redis.status ?? 'not ready'}`);
@@ -193,6 +220,7 @@ export class ScriptRunner {
     // A single server, or a Cluster known to have SPUBLISH, sends the script as it is.
     if (this.#cluster && this.#sharded !== true && !(await this.sharded())) args = this.#unsharded(script, args);
     let reply: unknown;
+    this.#sent();
     try {
       try {
         reply = await this.#redis.evalsha(source.sha1, keys.length, ...keys, ...args);
@@ -200,7 +228,9 @@ export class ScriptRunner {
         if (!errorMessage(error).includes('NOSCRIPT')) throw error;
         reply = await this.#redis.eval(source.source, keys.length, ...keys, ...args);
       }
+      this.#heard();
     } catch (error) {
+      this.#heard(error);
       // ioredis's "max retries" says only that it gave up: the connection error underneath is the cause.
       const underneath = error instanceof Error && error.name === 'MaxRetriesPerRequestError' ? (this.#watch.lastError ?? error) : error;
       throw classify(underneath, keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
@@ -221,8 +251,12 @@ export class ScriptRunner {
   /** A plain read, with errors classified as a script's are. */
   async read<T>(command: 'type' | 'pttl' | 'hget', key: string, ...args: string[]): Promise<T> {
     try {
-      return (await (this.#redis[command] as (...a: string[]) => Promise<T>).call(this.#redis, key, ...args)) as T;
+      this.#sent();
+      const reply = (await (this.#redis[command] as (...a: string[]) => Promise<T>).call(this.#redis, key, ...args)) as T;
+      this.#heard();
+      return reply;
     } catch (error) {
+      this.#heard(error);
       throw classify(error, [key], undefined, this.#closed.aborted);
     }
   }

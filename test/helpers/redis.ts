@@ -19,6 +19,10 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** Starts it again on the same port. */
   restart(): Promise<void>;
+  /** Freezes the server (SIGSTOP): its connections stay open and silent until resume(). */
+  pause(): void;
+  /** Wakes a paused server (SIGCONT). */
+  resume(): void;
   stop(): Promise<void>;
 }
 
@@ -39,6 +43,10 @@ function wrap(found: Located, connectOptions: Record<string, unknown> = {}): Red
   const refuse = async () => {
     throw new Error(`This test needs a private redis-server (it kills or restarts it); this one comes from ${found.source}`);
   };
+  const signal = (name: NodeJS.Signals) => {
+    if (server?.pid === undefined) throw new Error(`This test needs a private, running redis-server (it pauses it); this one comes from ${found.source}`);
+    process.kill(server.pid, name);
+  };
   return {
     url: found.url,
     host: found.host,
@@ -52,6 +60,8 @@ function wrap(found: Located, connectOptions: Record<string, unknown> = {}): Red
     },
     kill: server ? () => server.kill() : refuse,
     restart: server ? () => server.restart() : refuse,
+    pause: () => signal('SIGSTOP'),
+    resume: () => signal('SIGCONT'),
     async stop() {
       for (const connection of connections) connection.disconnect();
       await found.stop();

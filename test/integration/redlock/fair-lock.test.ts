@@ -115,6 +115,41 @@ describe('Redlock client.fairLock() (3 masters)', (it) => {
     }
   });
 
+  it('goes on with the gate silent (SIGSTOP: its connections stay up): the waiters queue on the next gate within about a second, 0 overlaps', async () => {
+    const clients = [m.client(), m.client(), m.client()];
+    const name = uniqueName('rl-fair');
+    const gate = gateOf(m);
+    const next = [0, 1, 2].filter((i) => i !== gate).sort((a, b) => (`${m.servers[a]!.host}:${m.servers[a]!.port}` < `${m.servers[b]!.host}:${m.servers[b]!.port}` ? -1 : 1))[0]!;
+    const held = await clients[0]!.fairLock(name).acquire();
+    m.servers[gate]!.pause();
+    try {
+      const sections: Section[] = [];
+      const started = performance.now();
+      const waits = [1, 2, 1, 2].map((c, who) =>
+        clients[c]!.fairLock(name).runExclusive(
+          async (lease) => {
+            const start = performance.now();
+            await sleep(5);
+            sections.push({ who, token: lease.fencingToken, start, end: performance.now() });
+          },
+          { waitMs: 4_000 },
+        ),
+      );
+      // Without the silence rule their joins would wait on the frozen gate for the 5 s command timeout.
+      // The first holds the next gate's fair lock (it waits for the quorum lock); three queue behind it.
+      await eventually(async () => (await queued(m, next, name)) >= 3, 'the waiters queued on the next gate', 3_000);
+      const movedMs = performance.now() - started;
+      assert.not.ok(held.signal.aborted, 'the holder keeps its lease: the quorum still holds it');
+      await held.release();
+      await within(Promise.all(waits), 4_000, 'every waiter with the gate frozen');
+      assert.is(sections.length, 4);
+      assert.is(overlaps(sections), 0);
+      assert.ok(movedMs < 2_500, `queued on the next gate after ${Math.round(movedMs)} ms`);
+    } finally {
+      m.servers[gate]!.resume();
+    }
+  });
+
   it('rejects with ERR_LOCK_NO_QUORUM naming the masters down when two of three are, and leaves no hold on the gate', async () => {
     const client = m.client();
     await (await client.fairLock(uniqueName('rl-fair')).acquire()).release(); // connected to all
