@@ -36,18 +36,15 @@ local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[
 local owner, believed, whole, holderToken = ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local rcall = redis.call
 
+-- @include shared/release-level
+
 local count = rcall('HGET', lockKey, owner)
 if not count then
   return {-1}
 end
-count = tonumber(count)
-if whole ~= '1' then
-  if count < believed then
-    return {count}
-  end
-  if count > 1 then
-    return {rcall('HINCRBY', lockKey, owner, -1)}
-  end
+local left = releaseLevel(lockKey, owner, tonumber(count), believed, whole)
+if left then
+  return {left}
 end
 
 local queued = rcall('LLEN', queueKey)
