@@ -66,19 +66,33 @@ describe('Names and prefixes that are not well-formed UTF-16 (issue 7, 3.1)', (i
 
 describe('Fixed leases too short for the link (issue 7, 3.2)', (it) => {
   const s = setup(it, {}, {}, { private: true });
+  type Proxy = Awaited<ReturnType<typeof startProxy>>;
+
+  /**
+   * Runs `fn` with the lock `make` makes, of a client connected through a proxy to the suite's
+   * server, its scripts loaded and its connection up; the client and the proxy are closed after.
+   */
+  async function overProxy<L extends { isLocked(): Promise<boolean>; acquire(): Promise<Lease> }>(make: (client: LockClient) => L, fn: (lock: L, proxy: Proxy) => Promise<void>): Promise<void> {
+    await (await make(s.client).acquire()).release(); // scripts loaded
+    const proxy = await startProxy(s.f.server);
+    const client = new LockClient({ redis: { ...proxy.options } });
+    client.on('error', noop);
+    try {
+      const lock = make(client);
+      await lock.isLocked(); // connected, eviction check done
+      await fn(lock, proxy);
+    } finally {
+      await client.close();
+      await proxy.close();
+    }
+  }
 
   for (const [call, run] of [
     ['acquire({ leaseMs: 5 }) with no waitMs', (lock: ReturnType<LockClient['lock']>) => lock.acquire({ leaseMs: 5 })],
     ['tryAcquire({ leaseMs: 5 })', (lock: ReturnType<LockClient['lock']>) => lock.tryAcquire({ leaseMs: 5 })],
   ] as const) {
     it(`${call} over a link with 10 ms latency each way fails with ERR_LOCK_LEASE_TOO_SHORT after a few attempts, without spinning`, async () => {
-      await (await s.client.lock(uniqueName('warm-up')).acquire()).release(); // scripts loaded
-      const proxy = await startProxy(s.f.server);
-      const client = new LockClient({ redis: { ...proxy.options } });
-      client.on('error', noop);
-      try {
-        const lock = client.lock(uniqueName());
-        await lock.isLocked(); // connected, eviction check done
+      await overProxy((client) => client.lock(uniqueName()), async (lock, proxy) => {
         proxy.delay(10);
         const before = await scriptCalls(s);
         const startedAt = performance.now();
@@ -91,21 +105,12 @@ describe('Fixed leases too short for the link (issue 7, 3.2)', (it) => {
         assert.ok(calls <= 10, `${calls} script calls: bounded`);
         assert.ok(ms < 1_000, `failed after ${Math.round(ms)} ms`);
         assert.is(await s.f.admin.exists(lockKey(lock.name)), 0, 'nothing left held');
-      } finally {
-        await client.close();
-        await proxy.close();
-      }
+      });
     });
   }
 
   it('fairLock().acquire({ leaseMs: 5 }) over a link with 10 ms latency each way queues again after a late reply, and fails with ERR_LOCK_LEASE_TOO_SHORT after three', async () => {
-    await (await s.client.fairLock(uniqueName('warm-up')).acquire()).release(); // scripts loaded
-    const proxy = await startProxy(s.f.server);
-    const client = new LockClient({ redis: { ...proxy.options } });
-    client.on('error', noop);
-    try {
-      const lock = client.fairLock(uniqueName());
-      await lock.isLocked();
+    await overProxy((client) => client.fairLock(uniqueName()), async (lock, proxy) => {
       proxy.delay(10);
       const before = await scriptCalls(s);
       const error = await within(rejects(lock.acquire({ leaseMs: 5 })), 3_000, 'the late fair acquire');
@@ -118,20 +123,11 @@ describe('Fixed leases too short for the link (issue 7, 3.2)', (it) => {
       assert.ok(calls >= 6 && calls <= 10, `${calls} script calls`);
       const base = `relock:{${lock.name}}:fair`;
       assert.is(await s.f.admin.exists(base, `${base}:q`), 0, 'nothing left held or queued');
-    } finally {
-      await client.close();
-      await proxy.close();
-    }
+    });
   });
 
   it('fairLock().acquire({ leaseMs: 5 }) rides out one late reply: the link recovers and the owner, queued again, gets the lock', async () => {
-    await (await s.client.fairLock(uniqueName('warm-up')).acquire()).release();
-    const proxy = await startProxy(s.f.server);
-    const client = new LockClient({ redis: { ...proxy.options } });
-    client.on('error', noop);
-    try {
-      const lock = client.fairLock(uniqueName());
-      await lock.isLocked();
+    await overProxy((client) => client.fairLock(uniqueName()), async (lock, proxy) => {
       proxy.delay(10);
       const before = await scriptCalls(s);
       const acquiring = lock.acquire({ leaseMs: 5, waitMs: 2_000 }).then(
@@ -147,10 +143,7 @@ describe('Fixed leases too short for the link (issue 7, 3.2)', (it) => {
       assert.not.instance(lease, Error, `acquired, got ${String(lease)}`);
       assert.ok((await scriptCalls(s)) - before >= 3, 'a late try, its give-back, a join');
       await (lease as Lease).release();
-    } finally {
-      await client.close();
-      await proxy.close();
-    }
+    });
   });
 
   it('aborts lease.signal before Redis expires the key, for every fixed lease from 5 to 20 ms', async () => {
