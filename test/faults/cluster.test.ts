@@ -13,7 +13,7 @@ import { keySlot } from '../../src/runtime/slot.ts';
 import { startCluster, type RedisCluster } from '../helpers/cluster.ts';
 import { describe, eventually, uniqueName, within } from '../helpers/describe.ts';
 import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
-import { admin, closeAdmins, pidOf, shardSubscribers } from '../integration/cluster/support.ts';
+import { admin, closeAdmins, shardSubscribers } from '../integration/cluster/support.ts';
 import { check, type Report } from './checker.ts';
 import { MODE } from './harness.ts';
 import { FENCED_SET, now, type Entry } from './protocol.ts';
@@ -214,9 +214,8 @@ describe('faults: Redis Cluster failover mid-hold, without and with replica sync
 
   it('a waiter follows a failover away from a frozen master (SIGSTOP: its connection stays open and silent)', async () => {
     await waiterFollows('master SIGSTOPped mid-wait', async (master) => {
-      const pid = await pidOf(master);
-      process.kill(pid, 'SIGSTOP');
-      return async () => void process.kill(pid, 'SIGCONT');
+      master.pause();
+      return async () => master.resume();
     });
   }, 90_000);
 });

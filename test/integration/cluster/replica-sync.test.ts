@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { LockClient, LockError } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
 import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
-import { calls, pidOf } from './support.ts';
+import { calls } from './support.ts';
 
 let primary: RedisServer;
 let replica: RedisServer;
@@ -15,6 +15,16 @@ const client = (options: { replicas?: number; replicaTimeoutMs?: number } = {}) 
   clients.push(made);
   return made;
 };
+
+/** Runs `fn` with the replica frozen (SIGSTOP): it acknowledges nothing until `fn` settles. */
+async function whileReplicaFrozen<T>(fn: () => Promise<T>): Promise<T> {
+  replica.pause();
+  try {
+    return await fn();
+  } finally {
+    replica.resume();
+  }
+}
 
 describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
   it.before(async () => {
@@ -57,16 +67,7 @@ describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
     const synced = client({ replicas: 1, replicaTimeoutMs: 100 });
     const other = client();
     const name = uniqueName();
-    const pid = await pidOf(replica);
-    process.kill(pid, 'SIGSTOP');
-    let error: unknown;
-    let tried: unknown;
-    try {
-      error = await rejects(synced.lock(name).acquire({ waitMs: 1_000 }));
-      tried = await rejects(synced.lock(name).tryAcquire());
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
+    const [error, tried] = await whileReplicaFrozen(async () => [await rejects(synced.lock(name).acquire({ waitMs: 1_000 })), await rejects(synced.lock(name).tryAcquire())]);
     for (const e of [error, tried]) {
       assert.instance(e, LockError);
       assert.is((e as LockError).code, 'ERR_LOCK_REPLICATION');
@@ -85,14 +86,7 @@ describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
     assert.is(await replica.connect().hget(`relock:{${name}}:sem`, 'held'), '1', 'on the replica when acquire() resolved');
     await lease.release();
     const hasty = client({ replicas: 1, replicaTimeoutMs: 100 });
-    const pid = await pidOf(replica);
-    process.kill(pid, 'SIGSTOP');
-    let error: unknown;
-    try {
-      error = await rejects(hasty.semaphore(name, { permits: 2 }).acquire({ permits: 2 }));
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
+    const error = await whileReplicaFrozen(() => rejects(hasty.semaphore(name, { permits: 2 }).acquire({ permits: 2 })));
     assert.instance(error, LockError);
     assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
     await eventually(async () => (await semaphore.availablePermits()) === 2, 'the permits given back');
@@ -113,14 +107,7 @@ describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
     assert.ok(second.fencingToken > first.fencingToken);
     await second.release();
     const hasty = client({ replicas: 1, replicaTimeoutMs: 100 });
-    const pid = await pidOf(replica);
-    process.kill(pid, 'SIGSTOP');
-    let error: unknown;
-    try {
-      error = await rejects(hasty.fairLock(name).acquire());
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
+    const error = await whileReplicaFrozen(() => rejects(hasty.fairLock(name).acquire()));
     assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
     await eventually(async () => !(await lock.isLocked()), 'given back');
   });
@@ -137,14 +124,7 @@ describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
     assert.is(await calls(primary, 'wait'), waits + 2, 'the read side');
     await read.release();
     const hasty = client({ replicas: 1, replicaTimeoutMs: 100 });
-    const pid = await pidOf(replica);
-    process.kill(pid, 'SIGSTOP');
-    let error: unknown;
-    try {
-      error = await rejects(hasty.readWriteLock(name).writeLock().acquire());
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
+    const error = await whileReplicaFrozen(() => rejects(hasty.readWriteLock(name).writeLock().acquire()));
     assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
     await eventually(async () => !(await rw.writeLock().isLocked()), 'given back');
   });

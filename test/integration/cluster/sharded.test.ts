@@ -7,7 +7,7 @@ import { LockClient, LockError, LockLostError, type RenewMessage } from '../../.
 import { keySlot } from '../../../src/runtime/slot.ts';
 import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
-import { admin, calls, closeAdmins, pidOf, plainSubscriptions, shardConnections, shardSubscribers } from './support.ts';
+import { admin, calls, closeAdmins, plainSubscriptions, shardConnections, shardSubscribers } from './support.ts';
 
 let cluster: RedisCluster;
 const clients: LockClient[] = [];
@@ -203,13 +203,12 @@ describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it)
     const name = uniqueName();
     const master = await cluster.masterOf(keySlot(`relock:{${name}}`));
     const [replica] = await cluster.replicasOf(master);
-    const pid = await pidOf(replica!);
-    process.kill(pid, 'SIGSTOP');
+    replica!.pause();
     let error: unknown;
     try {
       error = await rejects(synced.lock(name).acquire());
     } finally {
-      process.kill(pid, 'SIGCONT');
+      replica!.resume();
     }
     assert.instance(error, LockError);
     assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');

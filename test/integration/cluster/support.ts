@@ -80,11 +80,6 @@ export async function promote(replica: RedisServer): Promise<void> {
   throw new Error(`replica ${replica.port} was not promoted`);
 }
 
-/** The redis-server's pid, for SIGSTOP / SIGCONT. */
-export async function pidOf(node: RedisServer): Promise<number> {
-  return Number(/process_id:(\d+)/.exec(String(await admin(node).info('server')))?.[1]);
-}
-
 /** Another master than `node`. */
 export async function otherMaster(cluster: RedisCluster, node: RedisServer): Promise<RedisServer> {
   for (const candidate of cluster.nodes) {

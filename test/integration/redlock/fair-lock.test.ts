@@ -9,11 +9,17 @@ import { setupMasters, type Masters } from './masters.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The gate: the master first by host:port (when none is down). */
-function gateOf(m: Masters): number {
-  const labels = m.servers.map((server) => `${server.host}:${server.port}`);
-  return labels.indexOf([...labels].sort()[0]!);
+/** The masters by host:port: the gate first (when none is down), then the next gates in turn. */
+function byLabel(m: Masters): number[] {
+  const label = (i: number) => `${m.servers[i]!.host}:${m.servers[i]!.port}`;
+  return m.servers.map((_, i) => i).sort((a, b) => (label(a) < label(b) ? -1 : 1));
 }
+
+/** The gate: the master first by host:port (when none is down). */
+const gateOf = (m: Masters): number => byLabel(m)[0]!;
+
+/** The gate once `gate` is down or silent: the next master by host:port. */
+const nextGate = (m: Masters, gate: number): number => byLabel(m).find((i) => i !== gate)!;
 
 /** The gate queue's length of `name` on master `i`. */
 const queued = (m: Masters, i: number, name: string) => m.admins[i]!.llen(`relock:{${name}}:fair:q`);
@@ -101,7 +107,7 @@ describe('Redlock client.fairLock() (3 masters)', (it) => {
     await m.servers[gate]!.kill();
     try {
       // They queue on the next gate (the next by host:port), behind nobody: the holder keeps the quorum lock.
-      const next = [0, 1, 2].filter((i) => i !== gate).sort((a, b) => (`${m.servers[a]!.host}:${m.servers[a]!.port}` < `${m.servers[b]!.host}:${m.servers[b]!.port}` ? -1 : 1))[0]!;
+      const next = nextGate(m, gate);
       await eventually(async () => (await queued(m, next, name)) >= 5, 'the waiters queued again on the next gate', 5_000);
       assert.not.ok(held.signal.aborted, 'the holder keeps its lease: the quorum still holds it');
       await held.release();
@@ -119,7 +125,7 @@ describe('Redlock client.fairLock() (3 masters)', (it) => {
     const clients = [m.client(), m.client(), m.client()];
     const name = uniqueName('rl-fair');
     const gate = gateOf(m);
-    const next = [0, 1, 2].filter((i) => i !== gate).sort((a, b) => (`${m.servers[a]!.host}:${m.servers[a]!.port}` < `${m.servers[b]!.host}:${m.servers[b]!.port}` ? -1 : 1))[0]!;
+    const next = nextGate(m, gate);
     const held = await clients[0]!.fairLock(name).acquire();
     m.servers[gate]!.pause();
     try {
