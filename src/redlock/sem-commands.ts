@@ -26,22 +26,34 @@ const renew = defineScript(lua.semRenew, (reply) => (reply as number[]).map((fla
 
 const isOk = (reply: Reply<unknown>) => reply.ok;
 
+/** The limit a master keeps for the semaphore when it differs from the caller's (the first such reply), else undefined. */
+export function mismatchOf(replies: SlotReplies): number | undefined {
+  for (const reply of replies) if (reply?.ok && reply.value.kind === 'mismatch') return reply.value.limit;
+  return undefined;
+}
+
+/** How many replies show each holder of `slot` (`self` left out). */
+function holdersOf(replies: SlotReplies, slot: number, self?: string): Map<string, number> {
+  const owners = new Map<string, number>();
+  for (const reply of replies) {
+    if (!reply?.ok || reply.value.kind !== 'slots') continue;
+    const holder = reply.value.holders[slot] ?? '';
+    if (holder !== '' && holder !== self) owners.set(holder, (owners.get(holder) ?? 0) + 1);
+  }
+  return owners;
+}
+
+/** The most replies that show one holder of `slot` (`self` left out). */
+const mostFor = (replies: SlotReplies, slot: number, self?: string) => Math.max(0, ...holdersOf(replies, slot, self).values());
+
 /**
  * The slots of `limit` that one owner other than `self` (any owner, without `self`) holds on a
  * majority of the replies: a slot held there is held by that owner's lease (two majorities share a
  * master, where a slot has one owner).
  */
-export function heldSlots(replies: readonly (Reply<MasterSlots> | undefined)[], limit: number, self: string | undefined, quorum: number): number[] {
+export function heldSlots(replies: SlotReplies, limit: number, self: string | undefined, quorum: number): number[] {
   const held: number[] = [];
-  for (let slot = 0; slot < limit; slot++) {
-    const owners = new Map<string, number>();
-    for (const reply of replies) {
-      if (!reply?.ok || reply.value.kind !== 'slots') continue;
-      const holder = reply.value.holders[slot] ?? '';
-      if (holder !== '' && holder !== self) owners.set(holder, (owners.get(holder) ?? 0) + 1);
-    }
-    if ([...owners.values()].some((n) => n >= quorum)) held.push(slot);
-  }
+  for (let slot = 0; slot < limit; slot++) if (mostFor(replies, slot, self) >= quorum) held.push(slot);
   return held;
 }
 
@@ -56,16 +68,21 @@ export function takenBy(reply: Reply<MasterSlots> | undefined, owner: string): s
  * when some set of slots was taken on a majority (every master that took, took exactly `permits`).
  */
 export function agreed(replies: SlotReplies, owner: string, quorum: number): { slots: string; masters: number[] } | undefined {
-  const bySlots = new Map<string, number[]>();
+  for (const [slots, masters] of bySlots(replies, owner)) if (masters.length >= quorum) return { slots, masters };
+  return undefined;
+}
+
+/** The masters that took slots for `owner`, grouped by the slots they gave it. */
+function bySlots(replies: SlotReplies, owner: string): Map<string, number[]> {
+  const groups = new Map<string, number[]>();
   replies.forEach((reply, i) => {
     const slots = takenBy(reply, owner);
     if (slots === undefined) return;
-    const masters = bySlots.get(slots) ?? [];
+    const masters = groups.get(slots) ?? [];
     masters.push(i);
-    bySlots.set(slots, masters);
+    groups.set(slots, masters);
   });
-  for (const [slots, masters] of bySlots) if (masters.length >= quorum) return { slots, masters };
-  return undefined;
+  return groups;
 }
 
 /** The Redlock semaphore's scripts on every master of one client, each settled by the majority. */
@@ -98,15 +115,10 @@ export class SlotCommands extends Quorum {
       this.masters,
       (master, i) => (sent[i] = on(master)),
       (replies, done) => {
-        if (done || replies.some((reply) => reply?.ok && reply.value.kind === 'mismatch') || agreed(replies, owner, this.quorum)) return replies.slice();
+        if (done || mismatchOf(replies) !== undefined || agreed(replies, owner, this.quorum)) return replies.slice();
         // Could a majority still agree? Only with the masters that took, or have not answered yet.
-        const groups = new Map<string, number>();
-        for (const reply of replies) {
-          const slots = takenBy(reply, owner);
-          if (slots !== undefined) groups.set(slots, (groups.get(slots) ?? 0) + 1);
-        }
         const left = pending(replies);
-        const possible = Math.max(0, ...groups.values()) + left >= this.quorum;
+        const possible = Math.max(0, ...[...bySlots(replies, owner).values()].map((masters) => masters.length)) + left >= this.quorum;
         const answered = count(replies, isOk);
         return !possible && (answered >= this.quorum || answered + left < this.quorum) ? replies.slice() : undefined;
       },
@@ -156,7 +168,7 @@ export class SlotCommands extends Quorum {
       },
       (replies, done) => {
         const answered = count(replies, isOk);
-        if (replies.some((reply) => reply?.ok && reply.value.kind === 'mismatch')) return replies.slice();
+        if (mismatchOf(replies) !== undefined) return replies.slice();
         if (answered >= this.quorum && (done || this.#settled(replies, limit))) return replies.slice();
         if (!done && answered + pending(replies) >= this.quorum) return undefined;
         throw answeredError(replies) ?? noQuorum(`Semaphore "${name}" could not be read`, this.masters, replies, name);
@@ -169,12 +181,7 @@ export class SlotCommands extends Quorum {
   #settled(replies: SlotReplies, limit: number): boolean {
     const left = pending(replies);
     for (let slot = 0; slot < limit; slot++) {
-      const owners = new Map<string, number>();
-      for (const reply of replies) {
-        const holder = reply?.ok && reply.value.kind === 'slots' ? reply.value.holders[slot] : '';
-        if (holder) owners.set(holder, (owners.get(holder) ?? 0) + 1);
-      }
-      const most = Math.max(0, ...owners.values());
+      const most = mostFor(replies, slot);
       if (most < this.quorum && most + left >= this.quorum) return false;
     }
     return true;

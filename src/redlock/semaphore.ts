@@ -13,7 +13,7 @@ import type { SemaphoreKeys } from '../semaphore/keys.ts';
 import { SemaphoreImpl, type SemaphoreShared } from '../semaphore/semaphore.ts';
 import { driftMs, type RedlockShared } from './lock.ts';
 import { answeredError, count, noQuorum, splitRetryMs, type Reply } from './quorum.ts';
-import { agreed, heldSlots, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './sem-commands.ts';
+import { agreed, heldSlots, mismatchOf, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './sem-commands.ts';
 
 /**
  * The most permits of a semaphore on a Redlock client: every attempt reads (and its reply lists)
@@ -102,8 +102,8 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
     const slots = this.#slots;
     const { quorum } = slots;
     const { replies, sent } = await slots.acquire(keys, owner, permits, limit, leaseMs, fenceTtlMs, this.#shared.floor(), candidates(permits, limit), leaseMs - driftMs(leaseMs));
-    const mismatch = replies.find((reply) => reply?.ok && reply.value.kind === 'mismatch');
-    const won = mismatch ? undefined : agreed(replies, owner, quorum);
+    const mismatch = mismatchOf(replies);
+    const won = mismatch === undefined ? agreed(replies, owner, quorum) : undefined;
     if (!won) {
       const retry = this.#retry(replies, owner, permits, limit, quorum);
       // Slots taken on a majority, even not all alike, may have made another attempt find the
@@ -111,7 +111,7 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
       // itself, and find the same again).
       const seen = heldSlots(replies, limit, undefined, quorum).length > heldSlots(replies, limit, owner, quorum).length;
       giveBackWhere(slots, keys, owner, replies, sent, seen && !retry.full, () => false);
-      if (mismatch?.ok && mismatch.value.kind === 'mismatch') return { kind: 'mismatch', limit: mismatch.value.limit };
+      if (mismatch !== undefined) return { kind: 'mismatch', limit: mismatch };
       if (count(replies, (reply) => reply.ok) < quorum) {
         const name = nameOf(keys);
         throw answeredError(replies) ?? noQuorum(`Semaphore "${name}" was not acquired`, slots.masters, replies, name);
@@ -161,8 +161,8 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
   /** The limit less the slots held on a majority of masters (by one owner each). */
   override async available(keys: SemaphoreKeys, limit: number): Promise<AvailableOutcome> {
     const replies = await this.#slots.available(keys, limit, nameOf(keys));
-    const mismatch = replies.find((reply) => reply?.ok && reply.value.kind === 'mismatch');
-    if (mismatch?.ok && mismatch.value.kind === 'mismatch') return { kind: 'mismatch', limit: mismatch.value.limit };
+    const mismatch = mismatchOf(replies);
+    if (mismatch !== undefined) return { kind: 'mismatch', limit: mismatch };
     return { kind: 'available', permits: limit - heldSlots(replies, limit, undefined, this.#slots.quorum).length };
   }
 
