@@ -178,6 +178,14 @@ export class Quorum {
     this.#byLabel = [...masters.keys()].sort((a, b) => (masters[a]!.label < masters[b]!.label ? -1 : 1));
   }
 
+  /**
+   * What a majority of masters has at least, of one figure per master that answered (a time to live,
+   * a hold count): the quorum-th largest; undefined with fewer values than a majority.
+   */
+  majorityHas(values: readonly number[]): number | undefined {
+    return [...values].sort((a, b) => b - a)[this.quorum - 1];
+  }
+
   /** A new release message: `rl:<nonce>:<seq>`. */
   message(): string {
     return `rl:${this.#nonce}:${++this.#seq}`;

@@ -33,15 +33,13 @@ export class QuorumReads extends Quorum {
     const ttls = await this.#all(keys, (runner) => runner.read<number>('pttl', keys.lock), 'read');
     if (!(await this.isLocked(keys))) return null;
     const held = ttls.filter((ttl) => ttl !== -2).map((ttl) => (ttl === -1 ? Number.POSITIVE_INFINITY : ttl));
-    held.sort((a, b) => b - a);
-    return held[this.quorum - 1] ?? null;
+    return this.majorityHas(held) ?? null;
   }
 
   /** The owner's count that a majority has (the quorum-th largest). */
   async holdCount(keys: LockKeys, owner: string): Promise<number> {
     const counts = (await this.#all(keys, (runner) => runner.read<string | null>('hget', keys.lock, owner), 'read')).map((value) => Number(value ?? 0));
-    counts.sort((a, b) => b - a);
-    return counts[this.quorum - 1] ?? 0;
+    return this.majorityHas(counts) ?? 0;
   }
 
   /** A read on every master, all answers (a majority at least) once every master answered or failed. */

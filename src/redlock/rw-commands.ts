@@ -22,9 +22,6 @@ const noop = () => undefined;
 /** A reply's value when the master answered, else undefined. */
 const valueOf = <R>(reply: Reply<R> | undefined): R | undefined => (reply?.ok ? reply.value : undefined);
 
-/** The k-th largest of the values (1-based), or undefined when there are fewer. */
-const kthLargest = (values: readonly number[], k: number): number | undefined => [...values].sort((a, b) => b - a)[k - 1];
-
 /**
  * The read-write lock's commands on a Redlock client: each script on every master in parallel, each
  * outcome decided by the majority (a side of the lock runs them as it runs RwLockCommands on one
@@ -201,13 +198,13 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
   /** How long a majority keeps a hold of the side: the quorum-th longest time left; null when no majority holds it. */
   async remainingTtlMs(keys: RwSideKeys): Promise<number | null> {
     const ttls = (await this.#inspect(keys, '')).filter((side) => side.locked).map((side) => side.ttlMs);
-    return kthLargest(ttls, this.quorum) ?? null;
+    return this.majorityHas(ttls) ?? null;
   }
 
   /** The owner's count that a majority has (the quorum-th largest). */
   async holdCount(keys: RwSideKeys, owner: string): Promise<number> {
     const counts = (await this.#inspect(keys, `${keys.side}:${owner}`)).map((side) => side.count);
-    return kthLargest(counts, this.quorum) ?? 0;
+    return this.majorityHas(counts) ?? 0;
   }
 }
 
