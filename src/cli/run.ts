@@ -8,6 +8,8 @@ import { LockClient } from '../client.ts';
 import { LockError, LockNotHeldError } from '../errors.ts';
 import { COMMON_HELP, COMMON_OPTIONS, EXIT, MIN_FIXED_LEASE_MS, MIN_WATCHDOG_LEASE_MS, UsageError, lockName, msOption, parse, prefixOption, redisUrl } from './usage.ts';
 import { closeWithin, exitCodeOf, say } from './report.ts';
+import { marginMs } from '../runtime/watchdog.ts';
+import { DEFAULTS } from '../validate.ts';
 
 export const RUN_USAGE = 'relock run <name> [--wait <ms>] [--lease <ms> | --keep <ms>] [--redis <url>] [options] -- <command> [args...]';
 
@@ -29,7 +31,9 @@ Options:
                      exits, so the lock stays taken until <ms> after it was acquired (for jobs that
                      must run once per window); the command gets SIGTERM if it is still running then
   --kill-after <ms>  after a lost lock, SIGKILL the command if it has not exited <ms> after the
-                     SIGTERM (default 10000)
+                     SIGTERM (default: half the time between the loss signal and the lease's end
+                     on Redis, a twentieth of the lease, at most 500; a longer one lets the command
+                     run on while another process may hold the lock, and relock says so)
   -q, --quiet        print nothing when the lock is busy (exit 75 all the same)
 ${COMMON_HELP}
 
@@ -41,7 +45,6 @@ Example:
   relock run nightly-report --wait 0 -- ./build-report.sh --day "$(date +%F)"`;
 
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-const DEFAULT_KILL_AFTER_MS = 10_000;
 
 interface RunOptions {
   name: string;
@@ -53,7 +56,8 @@ interface RunOptions {
   waitMs: number;
   leaseMs: number | undefined;
   keepMs: number | undefined;
-  killAfterMs: number;
+  /** Given by --kill-after; else half of marginMs(lease) (see killAfterOf). */
+  killAfterMs: number | undefined;
   quiet: boolean;
 }
 
@@ -86,9 +90,20 @@ export function parseRun(argv: string[]): RunOptions | null {
     waitMs: msOption('--wait', values.wait, 0, true) ?? 0,
     leaseMs: msOption('--lease', values.lease, MIN_WATCHDOG_LEASE_MS),
     keepMs: msOption('--keep', values.keep, MIN_FIXED_LEASE_MS),
-    killAfterMs: msOption('--kill-after', values['kill-after'], 0) ?? DEFAULT_KILL_AFTER_MS,
+    killAfterMs: msOption('--kill-after', values['kill-after'], 0),
     quiet: values.quiet ?? false,
   };
+}
+
+/**
+ * The grace between SIGTERM and SIGKILL after a lost lock, and how long the lock stays the holder's on
+ * Redis after the loss signal: the watchdog signals a loss marginMs(lease) before the lease ends on
+ * Redis (when it could not renew), so by default the command is killed halfway through that window,
+ * before another process can take the lock.
+ */
+export function killAfterOf(o: Pick<RunOptions, 'killAfterMs' | 'leaseMs' | 'keepMs'>): { killAfterMs: number; windowMs: number } {
+  const windowMs = marginMs(o.keepMs ?? o.leaseMs ?? DEFAULTS.leaseMs);
+  return { killAfterMs: o.killAfterMs ?? Math.floor(windowMs / 2), windowMs };
 }
 
 /** The command's end: its exit code or the signal that ended it, or why it could not start. */
@@ -98,6 +113,10 @@ export async function run(o: RunOptions): Promise<number> {
   const client = new LockClient({ redis: o.redis, prefix: o.prefix, ...(o.leaseMs === undefined ? {} : { leaseMs: o.leaseMs }) });
   client.on('warning', (warning) => say(`warning: ${warning.message}`));
   const lock = o.fair ? client.fairLock(o.name) : client.lock(o.name);
+  const { killAfterMs, windowMs } = killAfterOf(o);
+  if (killAfterMs > windowMs) {
+    say(`warning: --kill-after ${killAfterMs} ms is longer than the ${windowMs} ms the lock stays on Redis after a loss signal: after a lost lock the command may run beside the next holder for up to ${killAfterMs - windowMs} ms`);
+  }
 
   let child: ChildProcess | undefined;
   let stoppedBy: NodeJS.Signals | undefined;
@@ -142,9 +161,9 @@ export async function run(o: RunOptions): Promise<number> {
       say(`the lock "${o.name}" was lost (${lost}): sending ${o.command} SIGTERM`);
       started.kill('SIGTERM');
       killTimer = setTimeout(() => {
-        say(`${o.command} did not exit within ${o.killAfterMs} ms of SIGTERM: sending SIGKILL`);
+        say(`${o.command} did not exit within ${killAfterMs} ms of SIGTERM: sending SIGKILL`);
         started.kill('SIGKILL');
-      }, o.killAfterMs);
+      }, killAfterMs);
     };
     if (lease.signal.aborted) onLost();
     else lease.signal.addEventListener('abort', onLost, { once: true });

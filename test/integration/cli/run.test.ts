@@ -72,7 +72,8 @@ describe('relock run', (it) => {
 
   it('sends the command SIGTERM when the lock is lost, and exits 70', async () => {
     const name = uniqueName('cli');
-    const run = start(['run', name, '--lease', '1500', '--', ...patient], env);
+    // --kill-after: the command takes 300 ms to handle SIGTERM, longer than the default grace.
+    const run = start(['run', name, '--lease', '1500', '--kill-after', '1000', '--', ...patient], env);
     await run.printed('ready');
     assert.ok(await f.client().lock(name).forceUnlock());
     const ended = await run.ended;
@@ -90,6 +91,24 @@ describe('relock run', (it) => {
     assert.is(ended.code, 70);
     assert.is(ended.stdout, 'ready\nignored\n');
     assert.match(ended.stderr, /SIGKILL.*exited with SIGKILL/s);
+  });
+
+  it('by default sends SIGKILL halfway between the loss signal and the lease end on Redis (a twentieth of the lease)', async () => {
+    const name = uniqueName('cli');
+    const run = start(['run', name, '--lease', '1500', '--', ...node(`process.on('SIGTERM', () => console.log('ignored')); console.log('ready'); setInterval(() => {}, 1000)`)], env);
+    await run.printed('ready');
+    await f.admin.del(`relock:{${name}}`);
+    const ended = await run.ended;
+    assert.is(ended.code, 70);
+    assert.match(ended.stderr, /did not exit within 75 ms of SIGTERM: sending SIGKILL/);
+    assert.not.match(ended.stderr, /warning/);
+  });
+
+  it('warns when --kill-after is longer than the time the lock stays on Redis after a loss signal', async () => {
+    const name = uniqueName('cli');
+    const ended = await relock(['run', name, '--lease', '1500', '--kill-after', '200', '--', 'true'], env);
+    assert.is(ended.code, 0);
+    assert.match(ended.stderr, /warning: --kill-after 200 ms is longer than the 150 ms the lock stays on Redis after a loss signal: .* up to 50 ms/);
   });
 
   it('stops waiting for the lock on SIGTERM, without running the command', async () => {
