@@ -160,5 +160,42 @@ export function checkRedis(value: unknown): string | RedisClient | RedisConnecti
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     expected('redis', 'a URL, ioredis options or an ioredis Redis/Cluster instance', value, TypeError);
   }
+  if (!isRedisClient(value)) checkConnectionOptions(value);
   return value as RedisClient | RedisConnectionOptions;
+}
+
+/**
+ * Every option name of ioredis 5 and 6 (`RedisOptions`: the common, standalone, sentinel and Node
+ * `net` connect options). Anything else in plain options is a mistake (a client's own properties
+ * spread into options, or another library's options) that would otherwise connect to the default
+ * 127.0.0.1:6379 and lock there.
+ */
+const IOREDIS_OPTIONS = new Set(
+  (
+    'Connector retryStrategy commandTimeout blockingTimeout blockingTimeoutGrace socketTimeout keepAlive noDelay connectionName ' +
+    'disableClientInfo clientInfoTag username password db autoResubscribe autoResendUnfulfilledCommands reconnectOnError readOnly ' +
+    'stringNumbers protocol replyMapping connectTimeout monitor maxRetriesPerRequest maxLoadingRetryTime enableAutoPipelining ' +
+    'autoPipeliningIgnoredCommands offlineQueue commandQueue enableOfflineQueue enableReadyCheck lazyConnect scripts himportFieldsets ' +
+    'keyPrefix showFriendlyErrorStack name role tls sentinelUsername sentinelPassword sentinels path family sentinelRetryStrategy ' +
+    'sentinelReconnectStrategy preferredSlaves disconnectTimeout sentinelCommandTimeout enableTLSForSentinelMode sentinelTLS natMap ' +
+    'updateSentinels sentinelMaxConnections failoverDetector host port localAddress localPort hints lookup keepAliveInitialDelay ' +
+    'autoSelectFamily autoSelectFamilyAttemptTimeout blockList timeout onread fd allowHalfOpen readable writable signal'
+  ).split(' '),
+);
+
+/** Plain ioredis options only: a class instance that is no ioredis client, or an unknown key, is refused. */
+function checkConnectionOptions(value: object): void {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) {
+    const kind = typeof (value as { sendCommand?: unknown }).sendCommand === 'function' && 'isOpen' in value ? 'a node-redis client' : `an instance of ${(value as object).constructor?.name || 'a class'}`;
+    throw new TypeError(
+      `Expected \`redis\` to be a URL, ioredis options or an ioredis Redis/Cluster instance, got ${kind}: relock ${kind === 'a node-redis client' ? 'does not support node-redis clients yet' : 'cannot use it'}; pass an ioredis (or iovalkey) client, a redis:// URL or ioredis options`,
+    );
+  }
+  const unknown = Object.keys(value).filter((key) => !IOREDIS_OPTIONS.has(key));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `Expected \`redis\` options to hold ioredis options only, got ${unknown.map((key) => `\`${key}\``).join(', ')} (no ioredis option has ${unknown.length > 1 ? 'these names' : 'this name'}): options with an unknown key would connect to the default 127.0.0.1:6379`,
+    );
+  }
 }

@@ -1,5 +1,6 @@
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { LockClient, type Lock } from '../../src/index.ts';
 import { describe, rejects } from '../helpers/describe.ts';
 
@@ -18,6 +19,12 @@ const cases: Case[] = [
   ['redis not a URL', () => new LockClient({ redis: 'localhost:6379' }), TypeError, '"localhost:6379"'],
   ['redis with keyPrefix', () => new LockClient({ redis: new Redis({ lazyConnect: true, keyPrefix: 'app:' }) }), TypeError, '`prefix`'],
   ['redis options with keyPrefix', () => new LockClient({ redis: { keyPrefix: 'app:' } as never }), TypeError, 'keyPrefix'],
+  // A node-redis client was taken for ioredis options: relock connected to 127.0.0.1:6379 and locked there.
+  ['redis a node-redis client', () => new LockClient({ redis: createClient({ url: 'redis://127.0.0.1:1' }) as never }), TypeError, '`redis` to be a URL, ioredis options or an ioredis Redis/Cluster instance, got a node-redis client'],
+  ['redis a node-redis client among Redlock masters', () => new LockClient({ redis: ['redis://127.0.0.1:1', createClient() as never, 'redis://127.0.0.1:2'] }), TypeError, 'node-redis'],
+  ['redis an instance of another class', () => new LockClient({ redis: new Map() as never }), TypeError, 'an instance of Map'],
+  ['redis options with a key no ioredis option has', () => new LockClient({ redis: { hots: '10.0.0.1', port: 6380 } as never }), TypeError, '`hots`'],
+  ['redis options spread from an ioredis client', () => new LockClient({ redis: { ...new Redis({ lazyConnect: true }) } as never }), TypeError, '`redis` options to hold ioredis options only'],
   ['prefix empty', () => new LockClient({ redis, prefix: '' }), RangeError, '`prefix`'],
   ['prefix a number', () => new LockClient({ redis, prefix: 1 as never }), TypeError, '`prefix`'],
   ['leaseMs negative', () => new LockClient({ redis, leaseMs: -1 }), RangeError, '`-1`'],
