@@ -26,7 +26,8 @@ for i, hashKey in ipairs(KEYS) do
     local member = ARGV[hold + 1]
     local endsAt = redis.pcall('ZSCORE', leasesKey, member)
     if type(endsAt) == 'string' and tonumber(endsAt) > nowMs and redis.pcall('HEXISTS', hashKey, member) == 1 then
-      rcall('ZADD', leasesKey, 'GT', nowMs + leaseMs, member)
+      -- The later of the two ends, computed here: ZADD's GT flag is Redis 6.2+.
+      rcall('ZADD', leasesKey, string.format('%d', math.max(tonumber(endsAt), nowMs + leaseMs)), member)
       if rcall('PTTL', hashKey) < leaseMs then
         rcall('PEXPIRE', hashKey, leaseMs)
         rcall('PEXPIRE', leasesKey, leaseMs)
