@@ -54,6 +54,21 @@ export interface LockErrorOptions {
 }
 
 /**
+ * The brand of each relock error class, a `Symbol.for` key on its prototype (not enumerable). The
+ * ESM and the CommonJS build loaded in one process (or two installed copies of relock) have two
+ * copies of every class but the same brands, so `instanceof` holds across them (undici's way).
+ */
+const brands = new WeakMap<object, { readonly brand: symbol; readonly code: LockErrorCode | undefined }>();
+const ordinaryHasInstance = Function.prototype[Symbol.hasInstance];
+
+/** Brands one of relock's own error classes; `code` is the code its instances always have, if fixed. */
+function brand(ErrorClass: abstract new (...args: never[]) => LockError, name: string, code?: LockErrorCode): void {
+  const key = Symbol.for(`relock.error.${name}`);
+  Object.defineProperty(ErrorClass.prototype, key, { value: true });
+  brands.set(ErrorClass, { brand: key, code });
+}
+
+/**
  * The base of every error relock throws itself; its `code` says which failure it is.
  *
  * @example
@@ -75,7 +90,27 @@ export class LockError extends Error {
     this.lockName = options?.lockName;
     this.code = options?.code ?? 'ERR_LOCK';
   }
+
+  /**
+   * `instanceof` that holds across copies of relock: for `LockError` and each of its subclasses, a
+   * value is an instance when it is one of this copy's, or when it carries that class's brand (and,
+   * for a subclass, its code), as an error of the other build (ESM or CommonJS) does. Subclasses of
+   * your own keep the ordinary rule.
+   *
+   * @example
+   * ```ts
+   * // `error` thrown by the CommonJS build, `LockTimeoutError` imported from the ESM build:
+   * if (error instanceof LockTimeoutError) retryLater();
+   * ```
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (ordinaryHasInstance.call(this, value)) return true;
+    const branded = brands.get(this);
+    if (branded === undefined || typeof value !== 'object' || value === null) return false;
+    return (value as Record<symbol, unknown>)[branded.brand] === true && (branded.code === undefined || (value as { code?: unknown }).code === branded.code);
+  }
 }
+brand(LockError, 'LockError');
 
 /**
  * `acquire()` gave up: the lock was still held by someone else when `waitMs` ran out.
@@ -89,6 +124,7 @@ export class LockTimeoutError extends LockError {
   override readonly name = 'LockTimeoutError';
   override readonly code = 'ERR_LOCK_TIMEOUT';
 }
+brand(LockTimeoutError, 'LockTimeoutError', 'ERR_LOCK_TIMEOUT');
 
 /**
  * A release (or nested acquire) found that the hold is gone or belongs to another owner: it expired,
@@ -103,6 +139,7 @@ export class LockNotHeldError extends LockError {
   override readonly name = 'LockNotHeldError';
   override readonly code = 'ERR_LOCK_NOT_HELD';
 }
+brand(LockNotHeldError, 'LockNotHeldError', 'ERR_LOCK_NOT_HELD');
 
 /**
  * The hold ended while its code was still running: the lease expired, the lock was force-unlocked,
@@ -118,6 +155,7 @@ export class LockLostError extends LockError {
   override readonly name = 'LockLostError';
   override readonly code = 'ERR_LOCK_LOST';
 }
+brand(LockLostError, 'LockLostError', 'ERR_LOCK_LOST');
 
 /** The error a pending wait rejects with when its client is closed: a DOM-style `AbortError`. */
 export function closedError(): Error {

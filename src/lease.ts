@@ -44,7 +44,12 @@ export class LeaseImpl implements Lease {
     return this.#released;
   }
 
-  async release(): Promise<void> {
+  /** Traced whatever rejects it, a refusal on local state included: a watcher sees every release() that fails. */
+  release(): Promise<void> {
+    return traceRelease(this.name, this.#kind, this.#clientId, () => this.#release());
+  }
+
+  async #release(): Promise<void> {
     if (this.#released) throw new LockNotHeldError(`This lease of lock "${this.name}" was released already`, { lockName: this.name });
     if (this.#closed.aborted) {
       throw new LockError(`The LockClient was closed: lock "${this.name}" is no longer renewed and ends with its lease`, {
@@ -55,7 +60,7 @@ export class LeaseImpl implements Lease {
     this.#released = true;
     try {
       // The outermost lease gives back the whole hold, whatever nested releases did.
-      await traceRelease(this.name, this.#kind, this.#clientId, () => this.#hold.release(this.holdCount === 1));
+      await this.#hold.release(this.holdCount === 1);
     } catch (error) {
       // A release that never reached Redis may be tried again.
       if (!(error instanceof LockNotHeldError)) this.#released = false;

@@ -19,8 +19,10 @@ export interface LockReads<K> {
 /** Who made a lock and which key it guards: a multi-lock checks and orders its members by it. */
 export interface LockIdentity {
   readonly runtime: Runtime;
-  /** The key that scopes its reentrancy (one per lock), also the multi-lock's sort key. */
+  /** The key that scopes its reentrancy (one per lock): one lock given twice has it twice. */
   readonly key: string;
+  /** Its name as made: with the kind, the multi-lock's order (a name may contain anything, so never the key). */
+  readonly name: string;
   readonly kind: LockKind;
 }
 
@@ -44,7 +46,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     this.#kind = kind;
     this.#keys = keys;
     this.#reads = reads;
-    identities.set(this, { runtime, key: keys.lock, kind });
+    identities.set(this, { runtime, key: keys.lock, name, kind });
   }
 
   /** Takes the lock for a fresh hold (not a re-entry) once the arguments are checked. */

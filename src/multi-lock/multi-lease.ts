@@ -87,17 +87,18 @@ export class MultiLeaseImpl implements MultiLease {
    * keep the others held. Rejects with LockNotHeldError when a member was no longer held, after the
    * others were released; with a member's other error (Redis unreachable) so that it can be retried.
    */
-  async release(): Promise<void> {
-    if (this.#released) throw new LockNotHeldError(`This lease of multi-lock "${this.name}" was released already`, { lockName: this.name });
+  release(): Promise<void> {
     const { closed, clientId } = this.#runtime;
-    if (closed.aborted) {
-      throw new LockError(`The LockClient was closed: multi-lock "${this.name}" is no longer renewed and ends with its members' leases`, {
-        lockName: this.name,
-        code: 'ERR_LOCK_CLOSED',
-      });
-    }
-    this.#released = true;
-    await traceRelease(this.name, 'multi-lock', clientId, async () => {
+    // Traced whatever rejects it, a refusal on local state included: a watcher sees every release() that fails.
+    return traceRelease(this.name, 'multi-lock', clientId, async () => {
+      if (this.#released) throw new LockNotHeldError(`This lease of multi-lock "${this.name}" was released already`, { lockName: this.name });
+      if (closed.aborted) {
+        throw new LockError(`The LockClient was closed: multi-lock "${this.name}" is no longer renewed and ends with its members' leases`, {
+          lockName: this.name,
+          code: 'ERR_LOCK_CLOSED',
+        });
+      }
+      this.#released = true;
       // A member released by a retry of this very call is done already: asking again would find it gone.
       const pending = this.#sorted.filter((lease) => !(lease instanceof LeaseImpl && lease.released));
       const outcomes = await Promise.allSettled(pending.map((lease) => lease.release()));

@@ -1,6 +1,6 @@
-// The multi-lock: one Lock over several locks of one client. It takes its members one by one in key
-// order (the same in every process, so no two multi-locks ever wait on each other in a cycle), all or
-// none: whatever it took is given back when the whole does not come together.
+// The multi-lock: one Lock over several locks of one client. It takes its members one by one in one
+// order (by name, then kind: the same in every process, so no two multi-locks ever wait on each other
+// in a cycle), all or none: whatever it took is given back when the whole does not come together.
 import type { Lease, Lock } from '../api.ts';
 import { traceAcquire } from '../diagnostics.ts';
 import { LockTimeoutError } from '../errors.ts';
@@ -24,7 +24,7 @@ import { giveBack, lostOf, MultiLeaseImpl, type MultiLease } from './multi-lease
  */
 export interface MultiLock extends Lock {
   /**
-   * Takes every member, in key order, within one `waitMs` for the whole; gives back what it took when
+   * Takes every member, in member order (by name, then kind), within one `waitMs` for the whole; gives back what it took when
    * it fails, times out or is aborted. Inside the lease's context it re-enters every member.
    * @throws {LockTimeoutError} when `waitMs` elapsed first, naming the member that was held.
    * @throws {LockError} a member's error (`ERR_LOCK_UNREACHABLE`...), after what was taken was given back.
@@ -54,7 +54,7 @@ const VERIFY_AFTER_MS = 5;
 export class MultiLockImpl implements MultiLock {
   readonly name: string;
   readonly #runtime: Runtime;
-  /** In acquisition order (by key). */
+  /** In acquisition order (by name, then kind). */
   readonly #members: readonly Member[];
 
   /** @throws {TypeError | RangeError} for bad members, before any I/O (see checkMembers). */
@@ -93,7 +93,7 @@ export class MultiLockImpl implements MultiLock {
   }
 
   /**
-   * Takes every member in key order, each within what is left of `waitMs` (a member reached when it
+   * Takes every member in member order, each within what is left of `waitMs` (a member reached when it
    * is used up is still tried once). A member lost before the last one is taken makes it start over,
    * while time is left; anything else that fails the whole gives back what it took, then rejects.
    */

@@ -4,7 +4,7 @@
 import * as assert from 'uvu/assert';
 import { channel, subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
 import { bridge, memorySink, type RecordedSpan } from '../../examples/diagnostics/otel-bridge.ts';
-import type { AcquireTraceContext, Lease, LostMessage, RenewMessage, WakeMessage } from '../../src/index.ts';
+import type { AcquireTraceContext, Lease, Lock, LockClient, LockKind, LostMessage, RenewMessage, Semaphore, WakeMessage } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName } from '../helpers/describe.ts';
 import { setup, sleep } from '../helpers/fixture.ts';
 
@@ -167,5 +167,134 @@ describe('diagnostics_channel (the OpenTelemetry bridge example)', (it) => {
     const name = uniqueName('diag');
     await (await s.client.lock(name).acquire()).release();
     assert.is(sink.spans.length, spans);
+  });
+});
+
+type Traced = AcquireTraceContext & { error?: unknown };
+type Made = Lock | Semaphore;
+
+describe('diagnostics_channel: every acquire() and release() that rejects is traced, with its error', (it) => {
+  const s = setup(it);
+  const seen = { acquire: [] as { event: 'start' | 'error'; context: Traced }[], release: [] as { event: 'start' | 'error'; context: Traced }[] };
+  const noop = () => undefined;
+  const handlers = (operation: 'acquire' | 'release') => ({
+    start: (context: unknown) => void seen[operation].push({ event: 'start', context: context as Traced }),
+    error: (context: unknown) => void seen[operation].push({ event: 'error', context: context as Traced }),
+    end: noop,
+    asyncStart: noop,
+    asyncEnd: noop,
+  });
+  const acquireHandlers = handlers('acquire');
+  const releaseHandlers = handlers('release');
+  it.before(() => {
+    tracingChannel('relock:acquire').subscribe(acquireHandlers);
+    tracingChannel('relock:release').subscribe(releaseHandlers);
+  });
+  it.after(() => {
+    tracingChannel('relock:acquire').unsubscribe(acquireHandlers);
+    tracingChannel('relock:release').unsubscribe(releaseHandlers);
+  });
+
+  /** Each kind: how to make it, and a lock of another client that keeps it from being taken. */
+  const KINDS: readonly { kind: LockKind; make: (client: LockClient, name: string) => Made; blocker: (client: LockClient, name: string) => Made }[] = [
+    { kind: 'lock', make: (c, n) => c.lock(n), blocker: (c, n) => c.lock(n) },
+    { kind: 'fair-lock', make: (c, n) => c.fairLock(n), blocker: (c, n) => c.fairLock(n) },
+    { kind: 'read-lock', make: (c, n) => c.readWriteLock(n).readLock(), blocker: (c, n) => c.readWriteLock(n).writeLock() },
+    { kind: 'write-lock', make: (c, n) => c.readWriteLock(n).writeLock(), blocker: (c, n) => c.readWriteLock(n).writeLock() },
+    { kind: 'semaphore', make: (c, n) => c.semaphore(n, { permits: 1 }), blocker: (c, n) => c.semaphore(n, { permits: 1 }) },
+    {
+      kind: 'multi-lock',
+      make: (c, n) => c.multiLock([c.lock(`${n}:a`), c.fairLock(`${n}:b`)]),
+      blocker: (c, n) => c.multiLock([c.lock(`${n}:a`), c.fairLock(`${n}:b`)]),
+    },
+  ];
+
+  /**
+   * Runs `call`, which must reject, and checks that exactly one trace of `operation` began for the
+   * lock during it, and ended with that very error.
+   */
+  async function tracedRejection(operation: 'acquire' | 'release', made: Made, kind: LockKind, what: string, call: () => Promise<unknown>): Promise<any> {
+    const from = seen[operation].length;
+    const error = await rejects(call());
+    const own = seen[operation].slice(from).filter(({ context }) => context.name === made.name && context.kind === kind);
+    assert.equal(
+      own.map(({ event }) => event),
+      ['start', 'error'],
+      `${kind}: ${what} (rejected with ${error?.code ?? error?.name}) is one ${operation} trace that ends with its error`,
+    );
+    assert.is(own[1]!.context.error, error, `${kind}: ${what}: the trace's error is the rejection`);
+    return error;
+  }
+
+  for (const { kind, make, blocker } of KINDS) {
+    it(`traces every rejected acquire(), tryAcquire() and runExclusive() of a ${kind}`, async () => {
+      const name = uniqueName('diag');
+      const lock = make(s.client, name);
+      const held = await blocker(s.other, name).acquire();
+      try {
+        const timeout = await tracedRejection('acquire', lock, kind, 'acquire({ waitMs: 0 }) of a held lock', () => lock.acquire({ waitMs: 0 }));
+        assert.is(timeout.code, 'ERR_LOCK_TIMEOUT');
+        assert.is((await tracedRejection('acquire', lock, kind, 'acquire({ waitMs: 30 }) of a held lock', () => lock.acquire({ waitMs: 30 }))).code, 'ERR_LOCK_TIMEOUT');
+        const fn = () => assert.unreachable('fn never runs');
+        assert.is((await tracedRejection('acquire', lock, kind, 'runExclusive() of a held lock', () => lock.runExclusive(fn, { waitMs: 0 }))).code, 'ERR_LOCK_TIMEOUT');
+      } finally {
+        await held.release();
+      }
+      const reason = new Error('given up');
+      assert.is(await tracedRejection('acquire', lock, kind, 'acquire() with an aborted signal', () => lock.acquire({ signal: AbortSignal.abort(reason) })), reason);
+      if (kind === 'write-lock') {
+        const reading = await s.client.readWriteLock(name).readLock().acquire();
+        const upgrade = await reading.run(() => tracedRejection('acquire', lock, kind, 'acquire() from a reader\'s context', () => lock.acquire()));
+        assert.is(upgrade.code, 'ERR_LOCK_UPGRADE');
+        await reading.release();
+      }
+      // A closed client: refused before any I/O, traced all the same.
+      const closing = s.f.client();
+      const closed = make(closing, name);
+      await closing.close();
+      for (const [what, call] of [
+        ['acquire() on a closed client', () => closed.acquire()],
+        ['tryAcquire() on a closed client', () => closed.tryAcquire()],
+        ['runExclusive() on a closed client', () => closed.runExclusive(() => undefined)],
+      ] as const) {
+        assert.is((await tracedRejection('acquire', closed, kind, what, call)).name, 'AbortError');
+      }
+    });
+
+    it(`traces every rejected lease.release() of a ${kind}, local refusals included`, async () => {
+      const name = uniqueName('diag');
+      const lock = make(s.client, name);
+      // Released twice: the second is refused without I/O.
+      const lease = await lock.acquire();
+      await lease.release();
+      assert.is((await tracedRejection('release', lock, kind, 'a second release()', () => lease.release())).code, 'ERR_LOCK_NOT_HELD');
+      // The hold is gone in Redis: force-unlocked, or (a semaphore lease) its fixed lease ended.
+      if (kind === 'semaphore') {
+        const semaphore = lock as Semaphore;
+        const short = await semaphore.acquire({ leaseMs: 100 });
+        await eventually(async () => (await semaphore.availablePermits()) === 1, 'the lease ends');
+        assert.is((await tracedRejection('release', lock, kind, 'release() of a lease that ended', () => short.release())).code, 'ERR_LOCK_NOT_HELD');
+      } else {
+        const gone = await lock.acquire();
+        await (lock as Lock).forceUnlock();
+        assert.is((await tracedRejection('release', lock, kind, 'release() of a force-unlocked hold', () => gone.release())).code, 'ERR_LOCK_NOT_HELD');
+      }
+      // After close(): refused without I/O.
+      const closing = s.f.client();
+      const closed = make(closing, name);
+      const orphan = await closed.acquire();
+      await closing.close();
+      assert.is((await tracedRejection('release', closed, kind, 'release() after close()', () => orphan.release())).code, 'ERR_LOCK_CLOSED');
+    });
+  }
+
+  it('makes no trace for bad arguments, rejected before any I/O (documented)', async () => {
+    const name = uniqueName('diag');
+    const from = seen.acquire.length;
+    const lock = s.client.lock(name);
+    assert.instance(await rejects(lock.acquire({ waitMs: -1 })), RangeError);
+    assert.instance(await rejects(lock.tryAcquire({ leaseMs: 'x' as unknown as number })), TypeError);
+    assert.instance(await rejects(lock.runExclusive(undefined as unknown as () => void)), TypeError);
+    assert.is(seen.acquire.slice(from).filter(({ context }) => context.name === name).length, 0);
   });
 });

@@ -17,7 +17,7 @@ describe('LockClient#multiLock: acquire', (it) => {
     const [a, b, c] = names(3);
     const held = await s.other.lock(b!).acquire();
     const multi = s.client.multiLock([s.client.lock(c!), s.client.lock(b!), s.client.lock(a!)]);
-    // a is taken first (key order), then b is waited for: a must be given back.
+    // a is taken first (name order), then b is waited for: a must be given back.
     const error = await rejects(multi.acquire({ waitMs: 200 }));
     assert.instance(error, LockTimeoutError);
     assert.is(error.lockName, multi.name);

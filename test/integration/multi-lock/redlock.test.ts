@@ -1,5 +1,5 @@
 // client.multiLock() on a Redlock client (redis given as an array of masters): its lock() members are
-// quorum locks, taken by quorum one by one in key order; all or none and exclusion as on one server.
+// quorum locks, taken by quorum one by one in member order; all or none and exclusion as on one server.
 import * as assert from 'uvu/assert';
 import { LockClient } from '../../../src/index.ts';
 import { describe, uniqueName, within } from '../../helpers/describe.ts';
