@@ -12,7 +12,10 @@
     token > 0   acquired; token is the new fencing token: max(last + 1, Redis TIME
                 in microseconds), an integer reply, or a decimal string when taken
                 from TIME (never a Lua float turned into a string, which would round
-                tokens above 10^14)
+                tokens above 10^14). Also when the owner holds the lock already: only
+                an earlier run of this very call can have written its field (the client
+                sent it twice after a connection closed), so it is this call's hold, and
+                it gets a new token (the first run's never reached the caller)
     -1          not acquired: someone holds it and the key has no expiry
     -2 - pttl   not acquired: someone holds it for pttl more milliseconds (<= -2)
     error       WRONGTYPE when either key holds another type (a foreign value under the
@@ -28,14 +31,27 @@ local time
 
 -- @include shared/fence
 
+local function issue()
+  local failed = readFence()
+  if failed then
+    return failed
+  end
+  time = rcall('TIME')
+  return nextToken()
+end
+
 -- PTTL answers both questions a first attempt needs: is it locked (-2: no), and for how long. The
--- owner field is new, so a lock that exists is someone else's (the caller cleans up after an
--- attempt that ioredis may have resent).
+-- owner field is new for every attempt, so a lock that exists is someone else's, unless this call
+-- ran before (a resend): then the hold is its own.
 local pttl = rcall('PTTL', lockKey)
 if pttl ~= -2 then
   -- relock gives every lock an expiry: a key without one may be someone else's value.
   if pttl == -1 and rcall('TYPE', lockKey)['ok'] ~= 'hash' then
     return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock hash')
+  end
+  -- pcall: a value of another type with an expiry is waited out like a lock, not an error.
+  if redis.pcall('HEXISTS', lockKey, owner) == 1 then
+    return issue()
   end
   return -2 - pttl
 end

@@ -23,7 +23,10 @@
 
   Output: one value
     token      acquired; the new fencing token max(last + 1, Redis TIME in microseconds, or
-               the floor ARGV[7]), a decimal string or an integer
+               the floor ARGV[7]), a decimal string or an integer. Also when the owner holds
+               a read hold already and would be refused: only an earlier run of this very
+               call can have taken it (the client sent it twice after a connection closed);
+               nothing else is written then
     {0, ms}    not acquired: a writer holds it (ms = what is left of its lease), or a writer
                waits and the reader is not in the batch (ms = until the first intent ends);
                the reader is registered as waiting
@@ -50,7 +53,21 @@ prune()
 rcall('ZREMRANGEBYSCORE', intentsKey, '-inf', nowMs)
 rcall('ZREMRANGEBYSCORE', waitingKey, '-inf', nowMs)
 
+-- A Redlock client's floor stands in for Redis TIME: its masters then propose one token (see
+-- lua/redlock/acquire-2.lua), and the write-back of the largest is seldom needed.
+local function issue()
+  if floor ~= '' then
+    time = { string.sub(floor, 1, -7), string.sub(floor, -6) }
+  end
+  return nextToken()
+end
+
 local function refuse(hintMs, holder)
+  -- The owner is new for every attempt: a live read hold of it was taken by an earlier run of this
+  -- call, which a writer's intent (or a writer that took it since it ended) cannot undo.
+  if rcall('HEXISTS', hashKey, 'r:' .. owner) == 1 then
+    return issue()
+  end
   local endsAt = nowMs + hintMs + registerMs
   rcall('ZADD', waitingKey, endsAt, waitId)
   if rcall('PTTL', waitingKey) < hintMs + registerMs then
@@ -82,9 +99,4 @@ local field = 'r:' .. owner
 rcall('HSET', hashKey, field, 1)
 rcall('ZADD', leasesKey, nowMs + leaseMs, field)
 settle()
--- A Redlock client's floor stands in for Redis TIME: its masters then propose one token (see
--- lua/redlock/acquire-2.lua), and the write-back of the largest is seldom needed.
-if floor ~= '' then
-  time = { string.sub(floor, 1, -7), string.sub(floor, -6) }
-end
-return nextToken()
+return issue()

@@ -20,7 +20,10 @@
 
   Output: one value
     token        acquired; the new fencing token max(last + 1, Redis TIME in microseconds, or
-                 the floor ARGV[6]), a decimal string or an integer
+                 the floor ARGV[6]), a decimal string or an integer. Also when the owner is
+                 the writer already: only an earlier run of this very call can have made it
+                 so (the client sent it twice after a connection closed); nothing else is
+                 written then
     {0, ms, 0}   not acquired: a writer holds it for ms more milliseconds (or less: until
                  the caller's own intent ends)
     {0, ms, 1}   not acquired: readers hold it (ms = the latest read lease end) or a read batch
@@ -46,7 +49,19 @@ rcall('HGET', hashKey, 'writer')
 prune()
 rcall('ZREMRANGEBYSCORE', intentsKey, '-inf', nowMs)
 
+-- A Redlock client's floor stands in for Redis TIME (as in read-acquire-6.lua).
+local function issue()
+  if floor ~= '' then
+    time = { string.sub(floor, 1, -7), string.sub(floor, -6) }
+  end
+  return nextToken()
+end
+
 local writer = rcall('HGET', hashKey, 'writer')
+-- The owner is new for every attempt: as the writer, it was made so by an earlier run of this call.
+if writer == owner then
+  return issue()
+end
 if writer then
   local hintMs = math.max(0, tonumber(rcall('ZSCORE', leasesKey, 'w:' .. writer) or nowMs) - nowMs)
   -- A writer whose intent lives on wakes when it ends, to renew it: a write release that opens a
@@ -86,8 +101,4 @@ local field = 'w:' .. owner
 rcall('HSET', hashKey, 'writer', owner, field, 1)
 rcall('ZADD', leasesKey, nowMs + leaseMs, field)
 settle()
--- A Redlock client's floor stands in for Redis TIME (as in read-acquire-6.lua).
-if floor ~= '' then
-  time = { string.sub(floor, 1, -7), string.sub(floor, -6) }
-end
-return nextToken()
+return issue()

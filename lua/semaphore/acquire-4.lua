@@ -16,11 +16,12 @@
 
   Output: an array
     {1, token}      acquired; token is the new fencing token: max(last + 1, Redis TIME in
-                    microseconds), a decimal string
+                    microseconds), a decimal string. Also when the owner holds a live lease
+                    already: only an earlier run of this very call can have written its field
+                    (the client sent it twice after a connection closed), so the lease is this
+                    call's; it gets a new token, and nothing else is written
     {0, waitMs}     not acquired: too few permits are free; waitMs until the earliest live
-                    lease ends, or -1 when no lease is known. {0, 0} when the owner already
-                    holds a lease: this attempt was sent twice (after a reconnect), nothing
-                    is written, and the caller gives that lease back
+                    lease ends, or -1 when no lease is known
     {-1, limit}     not acquired: live leases hold the semaphore under another limit, the
                     one returned; nothing is written
     error           WRONGTYPE when a key holds another type, or the fence key a string that
@@ -49,8 +50,20 @@ local held = math.max(0, tonumber(state[2] or '0') - freed)
 if held > 0 and stored and stored ~= limit then
   return {-1, stored}
 end
-if state[3] then
-  return {0, 0}
+local function live(field)
+  for _, gone in ipairs(expired) do
+    if gone == field then
+      return false
+    end
+  end
+  return true
+end
+if state[3] and live(owner) then
+  local failed = readFence()
+  if failed then
+    return failed
+  end
+  return {1, nextToken()}
 end
 if held + permits > limit then
   if freed > 0 then

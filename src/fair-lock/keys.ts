@@ -1,5 +1,7 @@
 // The one place that spells the fair lock's Redis key and channel names. The name sits in a hash
-// tag, so all of them live in one Cluster slot, apart from the plain lock's keys of the same name.
+// tag (runtime/slot.ts, tagged()), so all of them live in one Cluster slot, apart from the plain
+// lock's keys of the same name.
+import { tagged } from '../runtime/slot.ts';
 
 export interface FairLockKeys {
   /** Hash: owner field -> hold count (a grant's claim, then its lease). */
@@ -15,7 +17,7 @@ export interface FairLockKeys {
 }
 
 export function fairLockKeys(prefix: string, name: string): FairLockKeys {
-  const base = `${prefix}:{${name}}:fair`;
+  const base = `${tagged(prefix, name)}:fair`;
   return { lock: base, queue: `${base}:q`, deadlines: `${base}:d`, fence: `${base}:fence`, grantPrefix: `${base}:g:` };
 }
 

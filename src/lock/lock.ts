@@ -54,14 +54,13 @@ export class LockImpl extends LockBase<LockKeys> {
   /** One acquire script call for a fresh hold (a new context id each time). */
   async #attempt(leaseMs: number | undefined): Promise<Attempt<Lease>> {
     const { runtime, commands, renewer } = this.#shared;
-    const { watchdog, runner } = runtime;
+    const { watchdog } = runtime;
     const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
     // Renewal is registered before the acquire is sent, and only while an attempt is out: a waiter
     // between attempts holds nothing to renew.
     if (hold.renewable) watchdog.add(hold);
     const sentAt = watchdog.clock.now();
-    const mark = runner.mark();
     let outcome;
     try {
       outcome = await commands.acquire(this.#keys, hold.owner, lease, runtime.fenceTtlMs);
@@ -73,10 +72,8 @@ export class LockImpl extends LockBase<LockKeys> {
       throw error;
     }
     if (outcome.kind === 'busy') {
+      // Never this attempt's own hold: a second run of it (a resend) answers "acquired" (acquire-2.lua).
       watchdog.delete(hold);
-      // After a reconnect, ioredis may have resent this attempt after a first send that took the
-      // lock: the script then saw the lock held (by this very owner). Give that phantom back.
-      if (runner.maybeResent(mark)) commands.release(this.#keys, hold.owner, 1, true).catch(() => undefined);
       // Sleep until the holder's lease ends, a millisecond more (a Node timer may fire up to one early
       // against Redis's expiry); a key without expiry is retried after a whole lease.
       return { kind: 'busy', retryMs: outcome.pttlMs >= 0 ? outcome.pttlMs + 1 : runtime.leaseMs };

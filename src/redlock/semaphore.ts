@@ -21,8 +21,8 @@ import { agreed, heldSlots, mismatchOf, SlotCommands, takenBy, type MasterSlots,
  */
 export const MAX_REDLOCK_PERMITS = 1_000;
 
-/** The semaphore's name, from its key (for messages: SemaphoreImpl passes keys, not names). */
-const nameOf = (keys: SemaphoreKeys) => keys.sem.slice(keys.sem.indexOf(':{') + 2, -'}:sem'.length);
+/** The semaphore's name (for messages: SemaphoreImpl passes keys, not names). */
+const nameOf = (keys: SemaphoreKeys) => keys.name;
 
 /**
  * How long a renewal or a release waits for a master that does not answer, when the masters that did

@@ -53,10 +53,33 @@ export function watchConnection(redis: RedisClient): ConnectionWatch {
   let watch = watches.get(redis);
   if (!watch) {
     const created: ConnectionWatch = { drops: 0, lastError: undefined };
-    redis.on('close', () => created.drops++);
+    const dropped = () => created.drops++;
+    redis.on('close', dropped);
+    if (redis.isCluster === true) watchNodes(redis as unknown as ClusterNodes, dropped);
     watches.set(redis, (watch = created));
   }
   return watch;
+}
+
+/** What a Cluster has of its node connections: the ones it has, and an event per new one. */
+interface ClusterNodes {
+  nodes(role: 'all'): { on(event: 'close', listener: () => void): unknown }[];
+  on(event: '+node', listener: (node: { on(event: 'close', listener: () => void): unknown }) => void): unknown;
+}
+
+/**
+ * A Cluster resends a command whose node connection closed (after `retryDelayOnFailover`) with no
+ * 'close' of its own: every close of a node connection counts as a drop.
+ */
+function watchNodes(cluster: ClusterNodes, dropped: () => void): void {
+  const seen = new WeakSet<object>();
+  const watch = (node: { on(event: 'close', listener: () => void): unknown }) => {
+    if (seen.has(node)) return;
+    seen.add(node);
+    node.on('close', dropped);
+  };
+  for (const node of cluster.nodes('all')) watch(node);
+  cluster.on('+node', watch);
 }
 
 export function errorMessage(error: unknown): string {

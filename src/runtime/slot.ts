@@ -27,3 +27,17 @@ export function keySlot(key: string): number {
   }
   return crc16(bytes, 0, bytes.length) % 16384;
 }
+
+/**
+ * The start of every key and channel of one name, `<prefix>:{<name>}`, which the suffixes of a
+ * primitive's keys follow (they have no braces): Redis hashes the name up to its first `}`, the same
+ * part of every key, so they all share one slot. A name that begins with `}` would give an empty tag
+ * there, and Redis then hashes each whole key (a slot per key: CROSSSLOT): such a name starts
+ * `<prefix>:}{<tag>}<name>}` instead, its tag the name with each `}` written `%7D`. No key of the first
+ * form has `:}{` where the prefix ends, so the two forms never meet. (With braces in `prefix`, the
+ * prefix's own tag may decide the slot: keep them out.)
+ */
+export function tagged(prefix: string, name: string): string {
+  if (!name.startsWith('}')) return `${prefix}:{${name}}`;
+  return `${prefix}:}{${name.replaceAll('}', '%7D')}}${name}}`;
+}

@@ -1,5 +1,7 @@
 // The one place that spells the read-write lock's Redis key and channel names. The name sits in a
-// hash tag, so all of them live in one Cluster slot, apart from the other kinds' keys of the name.
+// hash tag (runtime/slot.ts, tagged()), so all of them live in one Cluster slot, apart from the
+// other kinds' keys of the name.
+import { tagged } from '../runtime/slot.ts';
 
 export interface RwLockKeys {
   /** Hash: `writer` -> the write hold's owner; `r:<owner>` / `w:<owner>` -> hold count. */
@@ -32,7 +34,7 @@ export interface RwSideKeys {
 }
 
 export function rwLockKeys(prefix: string, name: string): RwLockKeys {
-  const base = `${prefix}:{${name}}:rw`;
+  const base = `${tagged(prefix, name)}:rw`;
   return {
     hash: base,
     leases: `${base}:leases`,

@@ -91,7 +91,7 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
   /** One acquire script call for a fresh hold (a new owner each time). */
   async #attempt(leaseMs: number | undefined, waitId: string, writeOwner: string): Promise<Attempt<LeaseImpl>> {
     const { runtime, commands, renewer, targets } = this.#shared;
-    const { watchdog, runner } = runtime;
+    const { watchdog } = runtime;
     const { side, rw } = this.#keys;
     const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
@@ -100,7 +100,6 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
     // Renewal is registered before the acquire is sent, and only while an attempt is out.
     if (hold.renewable) watchdog.add(hold);
     const sentAt = watchdog.clock.now();
-    const mark = runner.mark();
     let outcome;
     try {
       outcome =
@@ -115,9 +114,8 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
       throw error;
     }
     if (outcome.kind === 'busy') {
+      // Never this attempt's own hold: a second run of it (a resend) answers "acquired" (the acquire scripts).
       watchdog.delete(hold);
-      // ioredis may have resent this attempt after a first send that took the lock: give that back.
-      if (runner.maybeResent(mark)) commands.release(rw, member, 1, true, this.name).catch(noop);
       // A writer behind readers renews its intent by trying again; otherwise sleep until the hint
       // passes (a lease or an intent ends), a millisecond more.
       const retryMs = outcome.hintMs + 1;

@@ -131,14 +131,13 @@ export class SemaphoreImpl implements Semaphore {
   /** One acquire script call for a new lease (a new owner id each time). */
   async #attempt(permits: number, leaseMs: number | undefined): Promise<Attempt<Lease>> {
     const { runtime, commands, renewer } = this.#shared;
-    const { watchdog, runner } = runtime;
+    const { watchdog } = runtime;
     const keys = this.#keys;
     const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: keys.sem, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
     // Renewal is registered before the acquire is sent, and only while an attempt is out.
     if (hold.renewable) watchdog.add(hold);
     const sentAt = watchdog.clock.now();
-    const mark = runner.mark();
     let outcome;
     try {
       outcome = await commands.acquire(keys, hold.owner, permits, this.permits, lease, runtime.fenceTtlMs);
@@ -151,8 +150,7 @@ export class SemaphoreImpl implements Semaphore {
     if (outcome.kind !== 'acquired') {
       watchdog.delete(hold);
       if (outcome.kind === 'mismatch') throw this.#mismatch(outcome.limit);
-      // Resent after a reconnect, after a first send that took permits: give that lease back.
-      if (runner.maybeResent(mark)) commands.release(keys, hold.owner).catch(noop);
+      // Never this attempt's own lease: a second run of it (a resend) answers "acquired" (acquire-4.lua).
       // Sleep until the earliest lease ends, a millisecond more (a Node timer may fire up to one
       // early against Redis's clock); with no lease known, a whole lease.
       return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };

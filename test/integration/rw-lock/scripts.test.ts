@@ -44,6 +44,26 @@ describe('lua/rw-lock: every reply its headers list', (it) => {
     assert.ok(Number(await read(k, 'r:2', 30_000, 'wait-r:2', 'w:1')) > 0, 'downgrade');
   });
 
+  const state = async (k: K) => [await s.f.admin.hgetall(k.hash), await s.f.admin.zrange(k.leases, '0', '-1', 'WITHSCORES'), await s.f.admin.exists(k.intents)];
+
+  it('write-acquire: a new token for an owner that is the writer already (a resent attempt), nothing else written', async () => {
+    const k = keysOf(uniqueName('rw'));
+    const first = Number(await write(k, 'w:1'));
+    const before = await state(k);
+    assert.ok(Number(await write(k, 'w:1')) > first, 'the writer again: a token above the first');
+    assert.equal(await state(k), before, 'its hold as it was, no intent');
+  });
+
+  it('read-acquire: a new token for an owner that holds a read hold already (a resent attempt), even behind an intent', async () => {
+    const k = keysOf(uniqueName('rw'));
+    const read1 = Number(await read(k, 'r:1'));
+    assert.equal(((await write(k, 'w:2')) as number[])[0], 0, 'a writer refused by the reader leaves its intent');
+    const held = await state(k);
+    assert.ok(Number(await read(k, 'r:1')) > read1, 'the reader again, behind the intent: a token all the same');
+    assert.equal(await state(k), held, 'its hold as it was');
+    assert.equal(await s.f.admin.zrange(k.waiting, '0', '-1'), [], 'not registered as waiting');
+  });
+
   it('read-acquire: {0, ms} behind a waiting writer intent, a token for a reader the read batch admitted', async () => {
     const k = keysOf(uniqueName('rw'));
     assert.ok(Number(await read(k, 'r:1')) > 0);

@@ -347,15 +347,18 @@ describe('lua/semaphore: every reply its headers list', (it) => {
   const run = (script: { source: string }, keys: string[], args: (string | number)[]) => s.f.admin.eval(script.source, keys.length, ...keys, ...args);
   const owners = async (sem: string) => Object.keys(await s.f.admin.hgetall(sem)).filter((field) => field !== 'limit' && field !== 'held');
 
-  it('acquire: {0, 0} for an owner that holds a lease already (a resent attempt), writing nothing', async () => {
+  it('acquire: {1, token} for an owner that holds a live lease already (a resent attempt): a new token, its lease untouched', async () => {
     const name = uniqueName('sem');
     const k = keysOf(name);
     const lease = await s.client.semaphore(name, { permits: 3 }).acquire();
     const [owner] = await owners(k.sem);
-    const before = await s.f.admin.hgetall(k.sem);
-    assert.equal(await run(lua.acquire, [k.sem, k.leases, k.fence, k.channel], [owner!, 1, 3, 30_000, 60_000, 'publish']), [0, 0]);
-    assert.equal(await s.f.admin.hgetall(k.sem), before);
+    const before = [await s.f.admin.hgetall(k.sem), await s.f.admin.zrange(k.leases, '0', '-1', 'WITHSCORES')];
+    const [flag, token] = (await run(lua.acquire, [k.sem, k.leases, k.fence, k.channel], [owner!, 1, 3, 30_000, 60_000, 'publish'])) as [number, string];
+    assert.is(flag, 1);
+    assert.ok(Number(token) > lease.fencingToken, 'a token above every one issued before');
+    assert.equal([await s.f.admin.hgetall(k.sem), await s.f.admin.zrange(k.leases, '0', '-1', 'WITHSCORES')], before, 'its permits and lease end as they were');
     await lease.release();
+    assert.is(await s.client.semaphore(name, { permits: 3 }).availablePermits(), 3);
   });
 
   it('acquire: {0, -1} when the count says full but no lease is known; {1, token} otherwise', async () => {

@@ -1,0 +1,76 @@
+// Names with braces on a Redis Cluster: every kind keeps its keys and channels in one slot (no
+// CROSSSLOT), takes, wakes and releases as with any other name.
+import * as assert from 'uvu/assert';
+import { LockClient, type Lease } from '../../../src/index.ts';
+import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
+import { closeAdmins } from './support.ts';
+
+let cluster: RedisCluster;
+const clients: LockClient[] = [];
+const client = () => {
+  // A 20 s lease: a waiter that gets in within 5 s was woken by the release's message.
+  const made = new LockClient({ redis: cluster.connect(), leaseMs: 20_000 });
+  made.on('error', () => undefined);
+  clients.push(made);
+  return made;
+};
+
+/** Takes with `hold`, waits with `wait`, releases: the waiter gets in, woken by the release. */
+async function handOver(waiter: LockClient, hold: () => Promise<Lease>, wait: () => Promise<Lease>): Promise<void> {
+  const held = await hold();
+  const waiting = wait();
+  await eventually(() => waiter.waiting === 1, 'the waiter queued');
+  await held.release();
+  const lease = await within(waiting, 5_000, 'the waiter woken by the release');
+  await lease.release();
+}
+
+describe('Redis Cluster: names with braces', (it) => {
+  let a: LockClient;
+  let b: LockClient;
+  it.before(async () => {
+    cluster = await startCluster({ masters: 3 });
+    [a, b] = [client(), client()];
+  });
+  it.after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    closeAdmins(cluster.nodes);
+    await cluster.stop();
+  });
+
+  // Each shape starts a fresh name (a UUID follows it), so what Redis reads as the hash tag stays.
+  for (const shape of ['}x', '{}', 'a{b}c', '{', '}{', 'x}{y}']) {
+    const name = (kind: string) => `${shape}${uniqueName(kind)}`;
+
+    it(`takes, wakes and releases a lock named ${shape}...`, async () => {
+      const n = name('lock');
+      await handOver(b, () => a.lock(n).acquire(), () => b.lock(n).acquire());
+      assert.is(await a.lock(n).isLocked(), false);
+    });
+
+    it(`takes, wakes and releases a fair lock named ${shape}...`, async () => {
+      const n = name('fair');
+      await handOver(b, () => a.fairLock(n).acquire(), () => b.fairLock(n).acquire());
+      assert.is(await a.fairLock(n).isLocked(), false);
+    });
+
+    it(`takes, wakes and releases both sides of a read-write lock named ${shape}...`, async () => {
+      const n = name('rw');
+      await handOver(b, () => a.readWriteLock(n).writeLock().acquire(), () => b.readWriteLock(n).readLock().acquire());
+      await handOver(b, () => a.readWriteLock(n).readLock().acquire(), () => b.readWriteLock(n).writeLock().acquire());
+      assert.is(await a.readWriteLock(n).writeLock().isLocked(), false);
+    });
+
+    it(`takes, wakes and releases a semaphore named ${shape}...`, async () => {
+      const n = name('sem');
+      await handOver(b, () => a.semaphore(n, { permits: 1 }).acquire(), () => b.semaphore(n, { permits: 1 }).acquire());
+      assert.is(await a.semaphore(n, { permits: 1 }).availablePermits(), 1);
+    });
+
+    it(`takes and releases a multi-lock over locks named ${shape}...`, async () => {
+      const lease = await a.multiLock([a.lock(name('m1')), a.lock(name('m2'))]).acquire();
+      await lease.release();
+    });
+  }
+});
