@@ -26,6 +26,12 @@ export interface AcquireRequest<T> {
   readonly rule: WakeRule;
   /** What the waiter needs (permits); 1 for a lock. */
   readonly need: number;
+  /**
+   * Several waiters can hold at once (a semaphore): a wake-up that came while the waiter was
+   * attempting, and that it did not use, is handed on to the next local waiter (see `Waiter`).
+   * @default false
+   */
+  readonly handsOnWakeUps?: boolean;
   /** The key that tells whether this client itself holds the lock (the self-wait warning). */
   readonly key: string;
   /** The lease the acquired value holds: it bounds the next local waiter's sleep. */
@@ -262,7 +268,7 @@ async function wait<T>(
         hint = outcome.retryMs;
       }
       if (!entered) {
-        waiter ??= new Waiter(request.need, watchdog.clock);
+        waiter ??= new Waiter(request.need, watchdog.clock, request.handsOnWakeUps);
         try {
           tryNow = await waiting.enter(channel, waiter, request.rule, request.name, { lingerMs: LISTEN_AFTER_MS }, mark);
           entered = true;
