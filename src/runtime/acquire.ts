@@ -226,6 +226,8 @@ async function wait<T>(
   let tryNow = firstHint === undefined && (lateBefore > 0 || waitMs === 0 || waiting.isEmpty(channel));
   /** Taken before the last attempt: whether a release may have gone unheard since. */
   let mark = firstMark;
+  /** Whether this wait has made an attempt (the fast path's counts). */
+  let tried = firstHint !== undefined || lateBefore > 0;
   // A wait that ends leaves the queue at once, not when an attempt still out is answered: the
   // next local waiter becomes the head, and client.waiting counts it no more.
   const leaveNow = () => {
@@ -240,6 +242,7 @@ async function wait<T>(
         // Never an attempt for a wait that ended (a wake-up may have been pending when it did).
         stop.throwIfAborted();
         mark = waiting.mark(channel);
+        tried = true;
         let outcome: Attempt<T>;
         state.inFlight = true;
         state.sentAt = watchdog.clock.now();
@@ -272,6 +275,10 @@ async function wait<T>(
         try {
           tryNow = await waiting.enter(channel, waiter, request.rule, request.name, { lingerMs: LISTEN_AFTER_MS }, mark);
           entered = true;
+          // Queued behind others after a try of its own: a message since that try (any, when nobody
+          // listened then) woke only the waiters queued at the time, yet it may have freed permits
+          // for this one too.
+          if (request.handsOnWakeUps && tried && (mark === undefined || waiting.mark(channel) !== mark)) tryNow = true;
         } catch (error) {
           if (!finite || !isUnreachable(error)) throw error;
           state.unreachable = error;
