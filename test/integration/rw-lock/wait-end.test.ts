@@ -18,7 +18,7 @@ const ENDS = ['waitMs', 'abort'] as const;
 describe('ReadWriteLock: a wait that ends while its attempt is out', (it) => {
   const s = setup(it);
   let proxy: Proxy;
-  /** A client whose replies come 150 ms late: a wait ends while its attempt's reply is on the way. */
+  /** A client whose replies come 100 ms late: a wait ends while its attempt's reply is on the way. */
   let slow: LockClient;
   it.before(async () => {
     proxy = await startProxy(s.f.server);
@@ -34,7 +34,7 @@ describe('ReadWriteLock: a wait that ends while its attempt is out', (it) => {
     const warm = await slow.readWriteLock(name)[side]().tryAcquire();
     assert.is(warm, null);
     await eventually(async () => (await s.f.admin.zcard(keysOf(name).intents)) + (await s.f.admin.zcard(keysOf(name).waiting)) === 0, 'the try-once left');
-    proxy.delay(0, 150);
+    proxy.delay(0, 100);
     const controller = new AbortController();
     const waiting = rejects(slow.readWriteLock(name)[side]().acquire(end === 'waitMs' ? { waitMs: 30 } : { signal: controller.signal }));
     await eventually(landed, 'the attempt landed in Redis', 2_000);
