@@ -16,13 +16,13 @@ export const systemClock: Clock = {
 
 /**
  * One acquire that is waiting; `need` is what it waits for (1 for a lock, n permits for a semaphore).
- * `handsOn`: several waiters can hold at once (a semaphore's permits), so every wake-up counts and
- * one it got but will not use is handed on when it leaves the queue (see `unused`).
+ * `handsOnWakeUps`: several waiters can hold at once (a semaphore's permits), so every wake-up
+ * counts, and one it got but will not use is handed on when it leaves the queue (see `unused`).
  */
 export class Waiter {
   readonly need: number;
   readonly #clock: Clock;
-  readonly #handsOn: boolean;
+  readonly #handsOnWakeUps: boolean;
   #wake: (() => void) | undefined;
   /** Moves the current sleep's timer earlier; set while asleep. */
   #shorten: ((ms: number) => void) | undefined;
@@ -32,10 +32,10 @@ export class Waiter {
    */
   #pending = 0;
 
-  constructor(need = 1, clock: Clock = systemClock, handsOn = false) {
+  constructor(need = 1, clock: Clock = systemClock, handsOnWakeUps = false) {
     this.need = need;
     this.#clock = clock;
-    this.#handsOn = handsOn;
+    this.#handsOnWakeUps = handsOnWakeUps;
   }
 
   /**
@@ -86,7 +86,7 @@ export class Waiter {
 
   wake(): void {
     if (this.#wake) this.#wake();
-    else this.#pending = this.#handsOn ? this.#pending + 1 : 1;
+    else this.#pending = this.#handsOnWakeUps ? this.#pending + 1 : 1;
   }
 
   /**
@@ -96,7 +96,7 @@ export class Waiter {
    * Each may stand for permits that came free for another waiter. Always 0 unless it hands wake-ups on.
    */
   unused(acquired: boolean): number {
-    if (!this.#handsOn) return 0;
+    if (!this.#handsOnWakeUps) return 0;
     return this.#pending + (acquired || this.#wake ? 0 : 1);
   }
 
