@@ -26,6 +26,12 @@ export interface AcquireRequest<T> {
   readonly rule: WakeRule;
   /** What the waiter needs (permits); 1 for a lock. */
   readonly need: number;
+  /**
+   * Several waiters can hold at once (a semaphore): a wake-up that came while the waiter was
+   * attempting, and that it did not use, is handed on to the next local waiter (see `Waiter`).
+   * @default false
+   */
+  readonly handsOnWakeUps?: boolean;
   /** The key that tells whether this client itself holds the lock (the self-wait warning). */
   readonly key: string;
   /** The lease the acquired value holds: it bounds the next local waiter's sleep. */
@@ -220,6 +226,8 @@ async function wait<T>(
   let tryNow = firstHint === undefined && (lateBefore > 0 || waitMs === 0 || waiting.isEmpty(channel));
   /** Taken before the last attempt: whether a release may have gone unheard since. */
   let mark = firstMark;
+  /** Whether this wait has made an attempt (the fast path's counts). */
+  let tried = firstHint !== undefined || lateBefore > 0;
   // A wait that ends leaves the queue at once, not when an attempt still out is answered: the
   // next local waiter becomes the head, and client.waiting counts it no more.
   const leaveNow = () => {
@@ -234,6 +242,7 @@ async function wait<T>(
         // Never an attempt for a wait that ended (a wake-up may have been pending when it did).
         stop.throwIfAborted();
         mark = waiting.mark(channel);
+        tried = true;
         let outcome: Attempt<T>;
         state.inFlight = true;
         state.sentAt = watchdog.clock.now();
@@ -262,10 +271,14 @@ async function wait<T>(
         hint = outcome.retryMs;
       }
       if (!entered) {
-        waiter ??= new Waiter(request.need, watchdog.clock);
+        waiter ??= new Waiter(request.need, watchdog.clock, request.handsOnWakeUps);
         try {
           tryNow = await waiting.enter(channel, waiter, request.rule, request.name, { lingerMs: LISTEN_AFTER_MS }, mark);
           entered = true;
+          // Queued behind others after a try of its own: a message since that try (any, when nobody
+          // listened then) woke only the waiters queued at the time, yet it may have freed permits
+          // for this one too.
+          if (request.handsOnWakeUps && tried && (mark === undefined || waiting.mark(channel) !== mark)) tryNow = true;
         } catch (error) {
           if (!finite || !isUnreachable(error)) throw error;
           state.unreachable = error;

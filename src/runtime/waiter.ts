@@ -14,19 +14,28 @@ export const systemClock: Clock = {
   clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
 };
 
-/** One acquire that is waiting; `need` is what it waits for (1 for a lock, n permits for a semaphore). */
+/**
+ * One acquire that is waiting; `need` is what it waits for (1 for a lock, n permits for a semaphore).
+ * `handsOnWakeUps`: several waiters can hold at once (a semaphore's permits), so every wake-up
+ * counts, and one it got but will not use is handed on when it leaves the queue (see `unused`).
+ */
 export class Waiter {
   readonly need: number;
   readonly #clock: Clock;
+  readonly #handsOnWakeUps: boolean;
   #wake: (() => void) | undefined;
   /** Moves the current sleep's timer earlier; set while asleep. */
   #shorten: ((ms: number) => void) | undefined;
-  /** A wake-up arrived while this waiter was not asleep (it was attempting): honour it at the next sleep. */
-  #pending = false;
+  /**
+   * Wake-ups that arrived while this waiter was not asleep (it was attempting): each makes a later
+   * sleep return at once. At most one unless it hands wake-ups on.
+   */
+  #pending = 0;
 
-  constructor(need = 1, clock: Clock = systemClock) {
+  constructor(need = 1, clock: Clock = systemClock, handsOnWakeUps = false) {
     this.need = need;
     this.#clock = clock;
+    this.#handsOnWakeUps = handsOnWakeUps;
   }
 
   /**
@@ -35,8 +44,8 @@ export class Waiter {
    */
   sleep(ms: number, stop: AbortSignal): Promise<void> {
     if (stop.aborted) return Promise.reject(stop.reason);
-    if (this.#pending) {
-      this.#pending = false;
+    if (this.#pending > 0) {
+      this.#pending--;
       return Promise.resolve();
     }
     const clock = this.#clock;
@@ -77,7 +86,18 @@ export class Waiter {
 
   wake(): void {
     if (this.#wake) this.#wake();
-    else this.#pending = true;
+    else this.#pending = this.#handsOnWakeUps ? this.#pending + 1 : 1;
+  }
+
+  /**
+   * How many wake-ups this waiter got and will not use, now that it leaves the queue: those that
+   * came while it was attempting (it acquired with the attempt it had out, which an earlier wake-up
+   * began, or its wait ended) and, when it leaves awake without the lock, the one it was trying on.
+   * Each may stand for permits that came free for another waiter. Always 0 unless it hands wake-ups on.
+   */
+  unused(acquired: boolean): number {
+    if (!this.#handsOnWakeUps) return 0;
+    return this.#pending + (acquired || this.#wake ? 0 : 1);
   }
 
   /** Wakes by `ms` from now at the latest, if asleep. */

@@ -115,6 +115,8 @@ export class WaitingRoom implements Inbox {
    * head that leaves without the lock may have swallowed a wake-up meant for the queue, so the next
    * head is woken to try in its place; a head that leaves with the lock, for a lease of `leaseMs`,
    * bounds the next head's sleep by that lease: if the hold ends by expiry, nothing is published.
+   * A waiter that leaves with wake-ups it did not use (`Waiter#unused`: a semaphore's, which came
+   * while it attempted) hands each on to the next waiter in order, wherever it stood in the queue.
    */
   leave(channel: string, waiter: Waiter, leaseMs?: number): void {
     const room = this.#rooms.get(channel);
@@ -138,8 +140,11 @@ export class WaitingRoom implements Inbox {
       this.#heard.delete(channel);
     }
     else if (!room.handsOn) return;
-    else if (index === 0 && leaseMs === undefined) room.queue[0]?.wake();
-    else if (index === 0) room.queue[0]?.shorten(leaseMs!);
+    else {
+      const unused = Math.max(waiter.unused(leaseMs !== undefined), index === 0 && leaseMs === undefined ? 1 : 0);
+      for (let i = 0; i < unused && i < room.queue.length; i++) room.queue[i]!.wake();
+      if (unused === 0 && index === 0) room.queue[0]?.shorten(leaseMs!);
+    }
   }
 
   message(channel: string, message: string): void {

@@ -6,7 +6,7 @@ import type { Lease } from '../api.ts';
 import { LockError, LockTimeoutError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
-import { acquire, frame, type Attempt } from '../runtime/acquire.ts';
+import { acquire, frame, settledWithin, type Attempt } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { RwSideKeys } from './keys.ts';
@@ -14,6 +14,8 @@ import { readWait, wakeAll } from './read-wait.ts';
 import type { RwShared } from './shared.ts';
 
 const noop = () => undefined;
+/** How long a wait that ended without the lock waits for its `leave` to be answered (as the fair lock's). */
+const LEAVE_WAIT_MS = 250;
 
 export class RwSideImpl extends LockBase<RwSideKeys> {
   readonly #shared: RwShared;
@@ -47,10 +49,11 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
     }
     // One id for the whole wait: a writer's intent and a reader's place among the waiting are its.
     const waitId = `${runtime.clientId}:${randomUUID()}`;
-    let refused = false;
-    const attempt = async () => {
-      const outcome = await this.#attempt(leaseMs, waitId, context?.owner ?? '');
-      if (outcome.kind === 'busy') refused = true;
+    /** The last attempt sent: any attempt may be refused, and so leave an intent or a registration behind. */
+    let sent: Promise<unknown> | undefined;
+    const attempt = () => {
+      const outcome = this.#attempt(leaseMs, waitId, context?.owner ?? '');
+      sent = outcome;
       return outcome;
     };
     const { rw, side } = this.#keys;
@@ -82,8 +85,15 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
       });
     } catch (error) {
       // A refused writer's intent keeps new readers out, a refused reader may be admitted to a read
-      // batch: neither may outlive the wait. Sent after the attempts on the same connection.
-      if (refused) commands.leave(rw, waitId).catch(noop);
+      // batch: neither may outlive the wait, also when the wait ended while an attempt was out (its
+      // refusal lands after the rejection). `leave` follows the last attempt once that is answered,
+      // so it runs after it whatever the connection does (a resend, an EVAL after NOSCRIPT).
+      if (sent) {
+        const leaving = sent.then(noop, noop).then(() => commands.leave(rw, waitId)).catch(noop);
+        // A wait that ended (timeout, abort, close) rejects once the leave is answered, briefly and
+        // only while Redis is reachable; a try-once's refusal is its answer, not held up by it.
+        if (waitMs !== 0 && runtime.runner.ready) await settledWithin(leaving, LEAVE_WAIT_MS);
+      }
       throw error;
     }
   }

@@ -119,6 +119,7 @@ export class SemaphoreImpl implements Semaphore {
       channel: this.#keys.channel,
       rule: wakePermits,
       need: permits,
+      handsOnWakeUps: true,
       // The self-wait warning is about re-entry, which a semaphore never does, and one client may well
       // hold permits while more of its acquires wait: a key no hold has keeps the warning off.
       key: this.#keys.channel,

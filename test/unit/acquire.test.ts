@@ -3,6 +3,7 @@ import { LockError, LockTimeoutError } from '../../src/errors.ts';
 import { acquire, type AcquireRequest, type Attempt } from '../../src/runtime/acquire.ts';
 import type { Runtime } from '../../src/runtime/runtime.ts';
 import { wakeHead } from '../../src/runtime/waiting.ts';
+import { wakePermits } from '../../src/semaphore/semaphore.ts';
 import { describe, rejects, within } from '../helpers/describe.ts';
 import { FakeClock, flush } from '../helpers/fake-clock.ts';
 import { fakeRoom } from '../helpers/fake-subscriber.ts';
@@ -189,6 +190,29 @@ describe('acquire frame', (it) => {
     assert.is(h.attempts.length, 4);
     await h.answer(acquired('second'));
     assert.is(await second, 'second');
+  });
+
+  it('hands wake-ups on: a waiter queued behind another after a try of its own tries again at once when a message came since that try', async () => {
+    const h = harness();
+    const request = () => h.request({ rule: wakePermits, handsOnWakeUps: true });
+    const first = acquire(h.runtime, request());
+    const second = acquire(h.runtime, request());
+    await flush();
+    assert.is(h.attempts.length, 2, 'both tried: nobody was queued yet');
+    h.attempts[0]!.resolve(busy());
+    await flush();
+    assert.is(h.attempts.length, 3, 'the first queued, as the head, and tried again');
+    h.attempts[2]!.resolve(busy());
+    await flush();
+    h.waiting.message(CHANNEL, '2'); // two permits free: it wakes the only waiter queued
+    await flush();
+    assert.is(h.attempts.length, 4);
+    h.attempts[1]!.resolve(busy()); // the second's try, refused before that release
+    await flush();
+    assert.is(h.attempts.length, 5, 'the second tries for the other permit instead of sleeping for a lease');
+    h.attempts[3]!.resolve(acquired('first'));
+    h.attempts[4]!.resolve(acquired('second'));
+    assert.equal(await Promise.all([first, second]), ['first', 'second']);
   });
 
   it('rejects with signal.reason when aborted while asleep, and leaves the room', async () => {

@@ -90,6 +90,18 @@ describe('Waiter#wake', (it) => {
     assert.not.ok(next.settled);
   });
 
+  it('counts every wake-up that arrives while awake when it hands wake-ups on: one sleep ended per wake-up', async () => {
+    const clock = new FakeClock();
+    const waiter = new Waiter(1, clock, true);
+    waiter.wake();
+    waiter.wake();
+    await waiter.sleep(1_000, never());
+    await waiter.sleep(1_000, never());
+    const third = track(waiter.sleep(1_000, never()));
+    await flush();
+    assert.not.ok(third.settled, 'two wake-ups end two sleeps, no more');
+  });
+
   it('does not carry a wake-up that ended a sleep over to the next one', async () => {
     const clock = new FakeClock();
     const waiter = new Waiter(1, clock);
@@ -110,6 +122,31 @@ describe('Waiter#wake', (it) => {
     const second = track(waiter.sleep(100, never()));
     await flush();
     assert.not.ok(second.settled);
+  });
+});
+
+describe('Waiter#unused', (it) => {
+  it('counts the wake-ups that came while awake, and the one it was trying on when it leaves awake without the lock', async () => {
+    const clock = new FakeClock();
+    const waiter = new Waiter(1, clock, true);
+    const stop = new AbortController();
+    const sleeping = waiter.sleep(10_000, stop.signal);
+    assert.is(waiter.unused(false), 0, 'asleep: it holds no wake-up');
+    waiter.wake();
+    await sleeping;
+    assert.is(waiter.unused(true), 0, 'woken, then acquired: the wake-up was used');
+    assert.is(waiter.unused(false), 1, 'woken, then gone without the lock: the wake-up was not used');
+    waiter.wake(); // a second release while it attempts
+    assert.is(waiter.unused(true), 1);
+    assert.is(waiter.unused(false), 2);
+  });
+
+  it('is always 0 for a waiter that does not hand wake-ups on (a lock\'s)', () => {
+    const waiter = new Waiter(1, new FakeClock());
+    waiter.wake();
+    waiter.wake();
+    assert.is(waiter.unused(true), 0);
+    assert.is(waiter.unused(false), 0);
   });
 });
 

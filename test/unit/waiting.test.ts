@@ -162,6 +162,30 @@ describe('WaitingRoom#leave', (it) => {
     );
   });
 
+  it('hands the wake-ups a waiter got while attempting on to the next waiters when it leaves with the permits (a semaphore)', async () => {
+    const { waiting } = room();
+    const clock = new FakeClock();
+    const [a, b, c, d] = [1, 1, 1, 1].map((need) => new Waiter(need, clock, true));
+    for (const waiter of [a, b, c, d]) await waiting.enter('ch', waiter!, wakeHead, 'sem-1');
+    const stop = new AbortController();
+    const sleeps = [b, c, d].map((waiter) => {
+      const outcome = { woken: false };
+      void waiter!.sleep(10_000, stop.signal).then(() => (outcome.woken = true), () => undefined);
+      return outcome;
+    });
+    // `a` was woken and attempts; two more releases come before its reply, and it got in.
+    waiting.message('ch', '1');
+    waiting.message('ch', '1');
+    waiting.leave('ch', a!, 300);
+    await flush();
+    assert.equal(
+      sleeps.map((outcome) => outcome.woken),
+      [true, true, false],
+      'one waiter woken for each wake-up it did not use',
+    );
+    stop.abort();
+  });
+
   it('wakes nobody when a waiter behind the head leaves', async () => {
     const { waiting } = room();
     const waiters = ['a', 'b', 'c'].map((label) => new SpyWaiter(label));
