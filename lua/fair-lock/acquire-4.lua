@@ -81,7 +81,7 @@ local function takeFree(owner)
   end
   if queued == 0 then
     now()
-    local token = nextToken(leaseMs)
+    local token = issueToken(leaseMs)
     rcall('HSET', lockKey, owner, 1)
     rcall('PEXPIRE', lockKey, leaseMs)
     pttl = tonumber(leaseMs)
