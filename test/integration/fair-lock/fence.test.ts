@@ -3,6 +3,7 @@
 // confirm finds its token with fenceTtlMs below the lease), and a token past the safe integers is
 // refused before anything is written (ERR_LOCK_FENCE_OVERFLOW), as for lock().
 import * as assert from 'uvu/assert';
+import * as lua from '../../../src/generated/fair-lock.ts';
 import { describe, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { setup } from '../../helpers/fixture.ts';
 import { startProxy } from '../../helpers/proxy.ts';
@@ -69,5 +70,36 @@ describe('LockClient#fairLock fencing tokens', (it) => {
     assert.is(joined.code, 'ERR_LOCK_FENCE_OVERFLOW', 'the next acquire reports it');
     controller.abort();
     assert.instance(await waiting, Error);
+  });
+
+  it('refuses forceUnlock() with waiters when the next token would leave the safe integers, and deletes nothing', async () => {
+    const name = uniqueName('fair');
+    const keys = fairKeys(name);
+    await s.f.admin.set(keys.fence, '9007199254740990', 'PX', 60_000);
+    const held = await s.client.fairLock(name).acquire();
+    const controller = new AbortController();
+    const waiting = s.other.fairLock(name).acquire({ signal: controller.signal }).catch((error: Error) => error);
+    await queued(s.f.admin, name, 1);
+    const error = await rejects(s.other.fairLock(name).forceUnlock());
+    assert.is(error.code, 'ERR_LOCK_FENCE_OVERFLOW');
+    assert.is(await s.f.admin.hlen(keys.lock), 1, 'the holder still holds');
+    assert.is(await s.f.admin.llen(keys.queue), 1, 'the waiter still queued');
+    controller.abort();
+    assert.instance(await waiting, Error);
+    await held.release();
+  });
+
+  it('confirms nothing when the fence key is gone: the hold is not lengthened (confirm-2 answers 0)', async () => {
+    const name = uniqueName('fair');
+    const keys = fairKeys(name);
+    await s.f.admin.hset(keys.lock, 'someone:1', '1');
+    await s.f.admin.pexpire(keys.lock, 5_000);
+    assert.is(await s.f.admin.eval(lua.confirm.source, 2, keys.lock, keys.fence, 'someone:1', 60_000), 0);
+    assert.ok((await s.f.admin.pttl(keys.lock)) <= 5_000, 'not lengthened');
+    await s.f.admin.set(keys.fence, '42', 'PX', 10);
+    assert.is(await s.f.admin.eval(lua.confirm.source, 2, keys.lock, keys.fence, 'someone:1', 60_000), '42');
+    assert.ok((await s.f.admin.pttl(keys.lock)) > 5_000 && (await s.f.admin.pttl(keys.fence)) > 5_000, 'both live the lease now');
+    assert.is(await s.f.admin.eval(lua.confirm.source, 2, keys.lock, keys.fence, 'nobody:1', 60_000), 0);
+    await s.f.admin.del(keys.lock, keys.fence);
   });
 });
