@@ -89,7 +89,7 @@ describe('LockClient#fairLock grant to a receiver PUBLISH does not count', (it) 
     const releasedAt = performance.now();
     await nextLease.release();
     // Its heartbeat queued it again and, the lock free, its reply grants it: no listener needed.
-    const staleLease = await within(staleWait, 3_000, 'the waiter on the replica, by its heartbeat');
+    const staleLease = await within(staleWait, 5_000, 'the waiter on the replica, by its heartbeat');
     assert.ok(staleHeldAt! >= releasedAt, 'held only after the grantee released');
     assert.ok(staleLease.fencingToken > nextLease.fencingToken, `tokens ${nextLease.fencingToken} then ${staleLease.fencingToken}`);
     assert.is(new Set(leases.map(({ lease }) => lease.fencingToken)).size, leases.length, 'no token issued twice');
