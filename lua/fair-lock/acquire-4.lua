@@ -13,7 +13,8 @@
     ARGV[1] publish command: "publish" or "spublish"
     ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
     ARGV[3] claim in milliseconds: the lease of a granted lock until its waiter confirms it
-    ARGV[4] time to live of the fence key in milliseconds
+    ARGV[4] time to live of the fence key in milliseconds (at least the lease or claim of the
+            hold its token goes to)
     ARGV[5] queue deadline in milliseconds: an entry is dropped when its client has not
             heartbeaten for this long
     ARGV[6] time to live of the queue keys in milliseconds (refreshed by every join)
@@ -31,13 +32,15 @@
                unreachable entries). In "wait" mode the owner is queued (once) with the
                deadline nowMs + ARGV[5]
     error      WRONGTYPE when the lock key or the fence key holds another type (a fence that
-               is not a whole number); nothing is written then
+               is not a whole number), FENCEOVERFLOW when the fence holds 2^53 - 1 or more;
+               nothing is written then
 ]]
 local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local deadlineMs, queueTtlMs = tonumber(ARGV[5]), ARGV[6]
 local leaseMs, mode = ARGV[7], ARGV[8]
 local rcall = redis.call
+local time, nowMs
 
 local pttl = rcall('PTTL', lockKey)
 -- relock gives every lock an expiry: a key without one may be someone else's value.
@@ -45,7 +48,14 @@ if pttl == -1 and rcall('TYPE', lockKey)['ok'] ~= 'hash' then
   return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock hash')
 end
 
+-- @include shared/fence
 -- @include grant-next
+
+-- The owners this call's reply reaches: a grant to one of them needs no listener.
+local mine = {}
+for i = 9, #ARGV do
+  mine[ARGV[i]] = true
+end
 
 -- The lock for `owner` if it is free: granted to the head of the queue first; taken directly only
 -- with an empty queue. Returns its token, or nil (then pttl says how long the lock is taken).
@@ -56,11 +66,12 @@ local function takeFree(owner)
   end
   local queued = rcall('LLEN', queueKey)
   if queued > 0 then
-    local granted = grantNext()
+    local granted = grantNext(mine)
     if granted then
       pttl = tonumber(claimMs)
       if granted[1] == owner then
         rcall('PEXPIRE', lockKey, leaseMs)
+        holdFence(leaseMs)
         pttl = tonumber(leaseMs)
         return granted[2]
       end
@@ -70,10 +81,9 @@ local function takeFree(owner)
   end
   if queued == 0 then
     now()
-    local token = nextToken()
+    local token = issueToken(leaseMs)
     rcall('HSET', lockKey, owner, 1)
     rcall('PEXPIRE', lockKey, leaseMs)
-    rcall('SET', fenceKey, token, 'PX', fenceTtlMs)
     pttl = tonumber(leaseMs)
     return token
   end
@@ -88,6 +98,7 @@ for i = 9, #ARGV do
     -- Already this owner's: a resent call that went through, or a grant that came first.
     if rcall('HEXISTS', lockKey, owner) == 1 then
       rcall('PEXPIRE', lockKey, leaseMs)
+      holdFence(leaseMs)
       token = rcall('GET', fenceKey)
     end
   else

@@ -10,16 +10,19 @@
     ARGV[1] publish command: "publish" or "spublish"
     ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
     ARGV[3] claim in milliseconds: the lease of a granted lock until its waiter confirms it
-    ARGV[4] time to live of the fence key in milliseconds
+    ARGV[4] time to live of the fence key in milliseconds (at least the claim, for a grant)
 
   Output: an integer
     1      the lock existed and was deleted (and granted on, when someone could be reached)
     0      nothing was locked (a queue behind a free lock was pumped)
-    error  WRONGTYPE when the lock key holds something that is not a lock hash; it is left alone
+    error  WRONGTYPE when the lock key holds something that is not a lock hash (it is left
+           alone), or, with a queue, when the fence key is not a whole number; FENCEOVERFLOW
+           with a queue when the fence holds 2^53 - 1 or more; nothing is written then
 ]]
 local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local rcall = redis.call
+local time, nowMs
 
 local kind = rcall('TYPE', lockKey)['ok']
 if kind ~= 'none' and kind ~= 'hash' then
@@ -27,6 +30,7 @@ if kind ~= 'none' and kind ~= 'hash' then
 end
 local queued = rcall('LLEN', queueKey)
 
+-- @include shared/fence
 -- @include grant-next
 
 if queued > 0 then

@@ -1,7 +1,8 @@
 --[[
   One client's heartbeat for its waiters on one lock: refreshes each one's deadline, re-joins at
   the tail an owner whose entry was dropped (its client was unreachable or paused), and pumps a
-  lock that is free with a queue (its holder expired: key expiry tells nobody).
+  lock that is free with a queue (its holder expired: key expiry tells nobody). A grant to one of
+  the owners given needs no listener: this reply tells it.
 
   Input:
     KEYS[1] lock key: hash of owner field -> hold count (a grant's claim, then its lease)
@@ -12,7 +13,7 @@
     ARGV[1] publish command: "publish" or "spublish"
     ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
     ARGV[3] claim in milliseconds: the lease of a granted lock until its waiter confirms it
-    ARGV[4] time to live of the fence key in milliseconds
+    ARGV[4] time to live of the fence key in milliseconds (at least the claim, for a grant)
     ARGV[5] queue deadline in milliseconds: the new deadline of each entry is nowMs + ARGV[5]
     ARGV[6] time to live of the queue keys in milliseconds
     ARGV[7..n] owner fields of the client's waiters
@@ -23,13 +24,15 @@
                     string), pttl its remaining claim or lease in milliseconds
     1, 0, 0         queued; its deadline was refreshed
     0, 0, 0         its entry was gone: it was queued again at the tail
-    error           WRONGTYPE when a key holds another type
+    error           WRONGTYPE when a key holds another type; FENCEOVERFLOW when the lock is
+                    free and the fence holds 2^53 - 1 or more; nothing is written then
 ]]
 local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local deadlineMs, queueTtlMs = tonumber(ARGV[5]), ARGV[6]
 local owners = {unpack(ARGV, 7)}
 local rcall = redis.call
+local time, nowMs
 
 -- The holders (a fair lock has at most one); HKEYS fails on a lock key of another type, and LLEN on
 -- a queue key of another type, before anything is written.
@@ -40,6 +43,7 @@ end
 local free = next(holders) == nil
 rcall('LLEN', queueKey)
 
+-- @include shared/fence
 -- @include grant-next
 
 if free then
@@ -49,6 +53,12 @@ if free then
   end
 end
 now()
+
+-- The owners this reply reaches.
+local mine = {}
+for _, owner in ipairs(owners) do
+  mine[owner] = true
+end
 
 -- One command per queued owner: ZADD refreshes a known entry's deadline and reports a new one,
 -- whose owner had been dropped and is queued again at the tail.
@@ -67,7 +77,7 @@ rcall('PEXPIRE', queueKey, queueTtlMs)
 rcall('PEXPIRE', deadlinesKey, queueTtlMs)
 
 if free then
-  local granted = grantNext()
+  local granted = grantNext(mine)
   if granted then
     holders[granted[1]] = true
   end

@@ -12,7 +12,7 @@
     ARGV[1] publish command: "publish" or "spublish"
     ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
     ARGV[3] claim in milliseconds: the lease of a granted lock until its waiter confirms it
-    ARGV[4] time to live of the fence key in milliseconds
+    ARGV[4] time to live of the fence key in milliseconds (at least the claim, for a grant)
     ARGV[5] owner field: "<clientId>:<contextId>"
 
   Output: an array
@@ -21,16 +21,19 @@
                                    nobody was granted the lock
     {held, nowMs, grantee, token}  and the lock was granted to the owner field grantee with
                                    the fencing token (a decimal string)
-    error                          WRONGTYPE when a key holds another type
+    error                          WRONGTYPE when a key holds another type, FENCEOVERFLOW
+                                   when the fence holds 2^53 - 1 or more; nothing is written
 ]]
 local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local owner = ARGV[5]
 local rcall = redis.call
+local time, nowMs
 
 local held = rcall('HEXISTS', lockKey, owner)
 local queued = rcall('LLEN', queueKey)
 
+-- @include shared/fence
 -- @include grant-next
 
 local failed = readFence()

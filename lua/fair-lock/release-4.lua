@@ -11,7 +11,7 @@
     ARGV[1] publish command: "publish" or "spublish"
     ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
     ARGV[3] claim in milliseconds: the lease of a granted lock until its waiter confirms it
-    ARGV[4] time to live of the fence key in milliseconds
+    ARGV[4] time to live of the fence key in milliseconds (at least the claim, for a grant)
     ARGV[5] owner field: "<clientId>:<contextId>"
     ARGV[6] the hold count the caller believes it has before this release (>= 1)
     ARGV[7] "1": release the owner's whole hold whatever its count (the outermost lease);
@@ -26,7 +26,9 @@
                                    count is already below what the caller believes (one
                                    level), this is a retry of a release that went through:
                                    nothing changes
-    {0}                            released; the queue had nobody the grant could reach
+    {0}                            released; the queue had nobody the grant could reach (or
+                                   the next token would leave the safe integers: FENCEOVERFLOW
+                                   is left to the next acquire to report)
     {0, grantee, token, nowMs}     released and granted to the owner field grantee with the
                                    fencing token (a decimal string) at Redis TIME nowMs (ms)
     error                          WRONGTYPE when a key holds another type
@@ -35,6 +37,7 @@ local lockKey, queueKey, deadlinesKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEY
 local publishCommand, grantPrefix, claimMs, fenceTtlMs = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local owner, believed, whole, holderToken = ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local rcall = redis.call
+local time, nowMs
 
 -- @include shared/release-level
 
@@ -49,12 +52,12 @@ end
 
 local queued = rcall('LLEN', queueKey)
 
+-- @include shared/fence
 -- @include grant-next
 
--- The owner holds the lock: nobody was issued a token since its own.
-lastToken = tonumber(holderToken)
 rcall('DEL', lockKey)
-if queued > 0 then
+-- The owner holds the lock: nobody was issued a token since its own, so the fence is not read.
+if queued > 0 and takeFence(holderToken) == nil then
   local granted = grantNext()
   if granted then
     return {0, granted[1], granted[2], nowMs}

@@ -1,10 +1,11 @@
 // Typed wrappers of the fair lock's Lua scripts and reads: every reply gets a name here, so nothing
-// above compares raw numbers. Every script that reports Redis TIME also feeds the client's RedisClock.
+// above compares raw numbers. Every script that reports Redis TIME also feeds the client's RedisClock
+// (its estimate for the slot the script ran on).
 import * as lua from '../generated/fair-lock.ts';
 // The fair lock's hash is a lock hash: its re-entry and renewal are the lock's scripts.
 import { HashLockReads, reenter, renew, toToken } from '../lock/commands.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
-import { defineScript, type ScriptRunner } from '../runtime/script.ts';
+import { defineScript, type ScriptArgs, type ScriptRunner } from '../runtime/script.ts';
 import type { Clock } from '../runtime/waiter.ts';
 import type { Renewable } from '../runtime/watchdog.ts';
 import type { Grant } from './grants.ts';
@@ -28,7 +29,10 @@ export interface LeaveOutcome {
 }
 
 /** One owner's state after a heartbeat. */
-export type BeatState = { readonly kind: 'granted'; readonly grant: Grant } | { readonly kind: 'queued' } | { readonly kind: 'requeued' };
+export type BeatState =
+  | { readonly kind: 'granted'; readonly grant: Grant }
+  | { readonly kind: 'queued'; readonly owner: string }
+  | { readonly kind: 'requeued'; readonly owner: string };
 
 type Reply = readonly (number | string)[];
 const asReply = (reply: unknown) => reply as Reply;
@@ -63,15 +67,16 @@ export class FairLockCommands extends HashLockReads {
     return [keys.lock, keys.queue, keys.deadlines, keys.fence];
   }
 
-  #grantArgs(keys: FairLockKeys, fenceTtlMs = this.#fenceTtlMs): (string | number)[] {
-    return [this.#publish, keys.grantPrefix, this.#settings.claimMs, fenceTtlMs];
+  /** The fence's time to live: the scripts make it at least the lease or claim of the hold its token goes to. */
+  #grantArgs(keys: FairLockKeys): (string | number)[] {
+    return [this.#publish, keys.grantPrefix, this.#settings.claimMs, this.#fenceTtlMs];
   }
 
-  /** Runs a script whose reply carries Redis TIME at `nowIndex`, and samples the clock with it. */
-  async #timed(script: typeof acquire, keys: string[], args: (string | number)[], nowIndex: number): Promise<Reply> {
+  /** Runs a script whose reply carries Redis TIME at `nowIndex`, and samples the clock of its slot with it. */
+  async #timed(script: typeof acquire, keys: string[], args: ScriptArgs, nowIndex: number): Promise<Reply> {
     const sentAt = this.#clock.now();
     const reply = await this.#runner.run(script, keys, args);
-    this.#redisClock.sample(Number(reply[nowIndex]), sentAt);
+    this.#redisClock.sample(keys[0]!, Number(reply[nowIndex]), sentAt);
     return reply;
   }
 
@@ -86,7 +91,7 @@ export class FairLockCommands extends HashLockReads {
    */
   async acquire(keys: FairLockKeys, owners: readonly string[], leaseMs: number, mode: 'try' | 'wait'): Promise<AcquireOutcome[]> {
     const { deadlineMs, queueTtlMs } = this.#settings;
-    const args = [...this.#grantArgs(keys, Math.max(this.#fenceTtlMs, leaseMs)), deadlineMs, queueTtlMs, leaseMs, mode, ...owners];
+    const args = [...this.#grantArgs(keys), deadlineMs, queueTtlMs, leaseMs, mode, ...owners];
     const reply = await this.#timed(acquire, this.#grantKeys(keys), args, 0);
     return owners.map((_, i): AcquireOutcome => {
       const value = reply[2 + i * 2];
@@ -99,7 +104,8 @@ export class FairLockCommands extends HashLockReads {
    * token after `token`, the holder's (nobody was issued one since, while it holds the lock).
    */
   async release(keys: FairLockKeys, owner: string, believed: number, whole: boolean, token: number): Promise<FairReleaseOutcome> {
-    const reply = await this.#runner.run(release, this.#grantKeys(keys), [...this.#grantArgs(keys), owner, believed, whole ? 1 : 0, token]);
+    // Timed: a grant it reports is owned on this reply when its claim provably lasts.
+    const reply = await this.#timed(release, this.#grantKeys(keys), [...this.#grantArgs(keys), owner, believed, whole ? 1 : 0, token], 3);
     const left = Number(reply[0]);
     if (left < 0) return { kind: 'gone' };
     return { kind: 'released', left, grant: this.#grant(keys, reply[1], reply[2], reply[3]) };
@@ -111,15 +117,25 @@ export class FairLockCommands extends HashLockReads {
     return { held: reply[0] === 1, grant: this.#grant(keys, reply[2], reply[3], reply[1]) };
   }
 
-  /** Refreshes these owners' deadlines, re-queues the dropped ones, pumps a free lock. */
-  async heartbeat(keys: FairLockKeys, owners: readonly string[]): Promise<BeatState[]> {
+  /**
+   * Refreshes these owners' deadlines, re-queues the dropped ones, pumps a free lock. `waiting` is
+   * asked at each sending of the script (a NOSCRIPT answer sends it again, after whatever was sent
+   * meanwhile): an owner whose wait ended is left out, so that a heartbeat never runs after that
+   * owner's `leave` or release and queues it again. One state per owner sent.
+   */
+  async heartbeat(keys: FairLockKeys, owners: readonly string[], waiting: (owner: string) => boolean = () => true): Promise<BeatState[]> {
     const { deadlineMs, queueTtlMs } = this.#settings;
-    const reply = await this.#timed(heartbeat, this.#grantKeys(keys), [...this.#grantArgs(keys), deadlineMs, queueTtlMs, ...owners], 0);
+    let sent: readonly string[] = owners;
+    const args = () => {
+      sent = owners.filter(waiting);
+      return [...this.#grantArgs(keys), deadlineMs, queueTtlMs, ...sent];
+    };
+    const reply = await this.#timed(heartbeat, this.#grantKeys(keys), args, 0);
     const nowMs = Number(reply[0]);
-    return owners.map((owner, i): BeatState => {
+    return sent.map((owner, i): BeatState => {
       const state = reply[1 + i * 3];
-      if (state === 1) return { kind: 'queued' };
-      if (state === 0) return { kind: 'requeued' };
+      if (state === 1) return { kind: 'queued', owner };
+      if (state === 0) return { kind: 'requeued', owner };
       const pttl = Number(reply[3 + i * 3]);
       return { kind: 'granted', grant: { owner, token: toToken(reply[2 + i * 3], keys.fence), nowMs, claimMs: Math.max(0, pttl) } };
     });
@@ -138,7 +154,10 @@ export class FairLockCommands extends HashLockReads {
     );
   }
 
-  /** Gives a granted owner the full lease; its fencing token, or undefined when it no longer holds the lock. */
+  /**
+   * Gives a granted owner the full lease (and the fence key at least as long); its fencing token, or
+   * undefined when it no longer holds the lock.
+   */
   async confirm(keys: FairLockKeys, owner: string, leaseMs: number): Promise<number | undefined> {
     const token = await this.#runner.run(confirm, [keys.lock, keys.fence], [owner, leaseMs]);
     return token === 0 ? undefined : toToken(token, keys.fence);

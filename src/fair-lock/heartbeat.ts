@@ -39,6 +39,7 @@ export class Heartbeat {
     if (this.#timer === undefined && !this.#inFlight) this.#schedule(this.#init.settings.heartbeatMs);
   }
 
+  /** Stops beating for `owner`: call it before anything that ends its wait (its `leave`) is sent. */
   delete(owner: string): void {
     this.#owners.delete(owner);
     if (this.#owners.size > 0) return;
@@ -75,7 +76,9 @@ export class Heartbeat {
       for (let i = 0; i < owners.length; i += settings.heartbeatBatch) {
         const batch = owners.slice(i, i + settings.heartbeatBatch);
         batches.push(
-          commands.heartbeat(keys, batch).then((states) => {
+          // Asked again if the script is sent again (NOSCRIPT): an owner deleted meanwhile had its
+          // `leave` sent, or its lease handed out, and must not be queued again behind that.
+          commands.heartbeat(keys, batch, (owner) => this.#owners.has(owner)).then((states) => {
             for (const state of states) if (state.kind === 'granted') waiters.offer(state.grant);
           }),
         );

@@ -63,24 +63,28 @@ async function attempt(w: FairWait, hold: Hold, mode: 'try' | 'wait'): Promise<L
   return leaseOf(w, hold);
 }
 
-/** Owns a grant: on receipt when its claim provably lasts, else only if a confirm finds it still ours. */
+/**
+ * Owns a grant: on receipt when its claim provably lasts, else only if a confirm finds it still ours.
+ * Every grant it is offered was recorded before it was told (the scripts publish only a grant they
+ * wrote), so a receipt is never of a grant that went to another.
+ */
 async function claim(w: FairWait, hold: Hold, grant: Grant, stop: AbortSignal): Promise<LeaseImpl | undefined> {
   const { runtime, commands, redisClock, settings } = w.shared;
   const { watchdog } = runtime;
   const leaseMs = w.leaseMs ?? runtime.leaseMs;
   const sentAt = watchdog.clock.now();
-  const leftMs = grant.nowMs + grant.claimMs - redisClock.latest(sentAt);
+  // The clock of the node that made the grant: the one serving the lock's slot.
+  const leftMs = grant.nowMs + grant.claimMs - redisClock.latest(w.keys.lock, sentAt);
   if (stop.aborted) return undefined;
   if (leftMs >= settings.minClaimLeftMs) {
     // The confirm to the full lease is written before the critical section starts (a holder paused
     // after that keeps the lock like any holder); until its reply, the hold ends with the claim.
-    // A fresh grant is the newest (a later one needs this claim to end first): its token stands, and
-    // the confirm is a renewal (no fence read).
+    // A fresh grant is the newest (a later one needs this claim to end first): its token stands.
     hold.acquired(grant.token, sentAt, Math.min(leftMs, leaseMs));
-    const confirmed = commands.renew([hold], leaseMs).then(
-      ([held]) => {
+    const confirmed = commands.confirm(w.keys, hold.owner, leaseMs).then(
+      (token) => {
         if (!hold.held || hold.lost) return;
-        if (held) watchdog.leaseFrom(hold, sentAt, leaseMs);
+        if (token !== undefined) watchdog.leaseFrom(hold, sentAt, leaseMs);
         else watchdog.lose(hold, new LockLostError(`Lock "${w.name}" was lost before its grant was confirmed`, { lockName: w.name }));
       },
       (error: Error) => runtime.error(error),

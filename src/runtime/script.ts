@@ -31,6 +31,12 @@ export function defineScript<Out>(source: ScriptSource, decode: (reply: unknown)
 }
 
 /**
+ * A script's ARGV, or a function that gives it at each sending: EVALSHA, then EVAL after NOSCRIPT,
+ * which goes out after whatever was sent meanwhile (a caller whose ARGV depends on that reads it then).
+ */
+export type ScriptArgs = readonly (string | number)[] | (() => readonly (string | number)[]);
+
+/**
  * The publish command scripts get in ARGV on a Cluster. On servers without sharded pub/sub (before
  * Redis 7) the runner sends `publish` in its place.
  */
@@ -235,21 +241,26 @@ export class ScriptRunner {
     return this.#watch.lastError ?? new Error(`the connection is ${this.#redis.status ?? 'not ready'}`);
   }
 
-  async run<Out>(script: Script<Out>, keys: readonly string[], args: readonly (string | number)[]): Promise<Out> {
+  async run<Out>(script: Script<Out>, keys: readonly string[], args: ScriptArgs): Promise<Out> {
     const { source } = script;
     if (source.numberOfKeys !== null && keys.length !== source.numberOfKeys) {
       throw new Error(`${source.file} takes ${source.numberOfKeys} keys, got ${keys.length}`);
     }
     // A single server, or a Cluster known to have SPUBLISH, sends the script as it is.
-    if (this.#cluster && this.#sharded !== true && !(await this.sharded())) args = this.#unsharded(script, args);
+    const unsharded = this.#cluster && this.#sharded !== true && !(await this.sharded());
+    const argv = () => {
+      const given = typeof args === 'function' ? args() : args;
+      return unsharded ? this.#unsharded(script, given) : given;
+    };
+    const first = argv();
     let reply: unknown;
     this.#sent();
     try {
       try {
-        reply = await this.#redis.evalsha(source.sha1, keys.length, ...keys, ...args);
+        reply = await this.#redis.evalsha(source.sha1, keys.length, ...keys, ...first);
       } catch (error) {
         if (!errorMessage(error).includes('NOSCRIPT')) throw error;
-        reply = await this.#redis.eval(source.source, keys.length, ...keys, ...args);
+        reply = await this.#redis.eval(source.source, keys.length, ...keys, ...argv());
       }
       this.#heard();
     } catch (error) {
