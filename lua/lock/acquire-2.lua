@@ -9,10 +9,10 @@
     ARGV[3] time to live of the fence key in milliseconds (at least the lease)
 
   Output: one value (no array: the cheapest reply to parse)
-    token > 0   acquired; token is the new fencing token: max(last + 1, Redis TIME
-                in microseconds), an integer reply, or a decimal string when taken
-                from TIME (never a Lua float turned into a string, which would round
-                tokens above 10^14). Also when the owner holds the lock already: only
+    token       acquired; token is the new fencing token: max(last + 1, Redis TIME
+                in microseconds), as a decimal string (never a Lua float turned into a
+                string, which would round tokens above 10^14, nor an integer reply,
+                which a client's parser may round near 2^53). Also when the owner holds the lock already: only
                 an earlier run of this very call can have written its field (the client
                 sent it twice after a connection closed), so it is this call's hold, and
                 it gets a new token (the first run's never reached the caller)

@@ -15,8 +15,8 @@
             first only needs to know that it is held)
 
   Output: one value (no array: the cheapest reply to parse)
-    token > 0   acquired; token = max(last + 1, floor), now the fence key's value: the
-                floor as given (a decimal string), or the INCR of the fence key
+    token       acquired; token = max(last + 1, floor), now the fence key's value, as a
+                decimal string: the floor as given, or the INCR of the fence key
     {-1, holder}         not acquired: someone holds it and the key has no expiry
     {-2 - pttl, holder}  not acquired: someone holds it for pttl more milliseconds;
                 holder is an owner field of the lock hash ('' for a foreign value, or
@@ -62,6 +62,7 @@ if lastToken < tonumber(floor) then
   rcall('SET', fenceKey, floor, 'PX', fenceTtlMs)
   return floor
 end
-local token = rcall('INCR', fenceKey)
+-- A decimal string: an integer reply near 2^53 is rounded by the client's parser.
+local token = string.format('%d', rcall('INCR', fenceKey))
 rcall('PEXPIRE', fenceKey, fenceTtlMs)
 return token

@@ -23,7 +23,7 @@
 
   Output: one value
     token      acquired; the new fencing token max(last + 1, Redis TIME in microseconds, or
-               the floor ARGV[7]), a decimal string or an integer. Also when the owner holds
+               the floor ARGV[7]), a decimal string. Also when the owner holds
                a read hold already and would be refused: only an earlier run of this very
                call can have taken it (the client sent it twice after a connection closed);
                nothing else is written then

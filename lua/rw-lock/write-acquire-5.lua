@@ -20,7 +20,7 @@
 
   Output: one value
     token        acquired; the new fencing token max(last + 1, Redis TIME in microseconds, or
-                 the floor ARGV[6]), a decimal string or an integer. Also when the owner is
+                 the floor ARGV[6]), a decimal string. Also when the owner is
                  the writer already: only an earlier run of this very call can have made it
                  so (the client sent it twice after a connection closed); nothing else is
                  written then

@@ -3,7 +3,7 @@
 import { LockError } from '../errors.ts';
 import * as lua from '../generated/redlock.ts';
 import type { LockReads } from '../lock-base.ts';
-import { forceRelease, reenter, release, renew } from '../lock/commands.ts';
+import { forceRelease, reenter, release, renew, toToken } from '../lock/commands.ts';
 import type { LockKeys } from '../lock/keys.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
@@ -22,15 +22,6 @@ export type AcquireReplies = readonly (Reply<MasterAcquire> | undefined)[];
 export interface AcquireResult {
   readonly replies: AcquireReplies;
   readonly gate?: { readonly pttlMs: number; readonly holder: string };
-}
-
-/** A token from a master's reply, refused unless a positive safe integer. */
-function toToken(value: unknown, key: string): number {
-  const token = Number(value);
-  if (!Number.isSafeInteger(token) || token <= 0) {
-    throw new LockError(`Fencing token ${String(value)} of "${key}" is not a positive safe integer`, { code: 'ERR_LOCK_FENCE_OVERFLOW' });
-  }
-  return token;
 }
 
 const acquire = defineScript(lua.acquire, (reply) => reply as number | string | [number, string]);

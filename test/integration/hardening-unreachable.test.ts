@@ -370,6 +370,24 @@ describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
     assert.equal(await s.f.admin.hgetall(lockKey(name)), {}, 'no owner nobody has blocks the lock for a whole lease');
   });
 
+  it('hands out the last safe token, 2^53 - 1, exactly, and refuses the next with nothing held (lock, read-write lock, semaphore)', async () => {
+    const kinds = [
+      ['lock', (n: string) => s.client.lock(n), (n: string) => `${lockKey(n)}:fence`],
+      ['write lock', (n: string) => s.client.readWriteLock(n).writeLock(), (n: string) => `${lockKey(n)}:rw:fence`],
+      ['semaphore', (n: string) => s.client.semaphore(n, { permits: 2 }), (n: string) => `${lockKey(n)}:sem:fence`],
+    ] as const;
+    for (const [kind, make, fence] of kinds) {
+      const name = uniqueName();
+      // INCR gives 2^53 - 1: replied as an integer, ioredis read it as 2^53 after the hold was written.
+      await s.f.admin.set(fence(name), '9007199254740990');
+      const lease = await make(name).acquire({ waitMs: 0 });
+      assert.is(lease.fencingToken, Number.MAX_SAFE_INTEGER, `${kind}: the token 2^53 - 1`);
+      await lease.release();
+      const error = await rejects(make(name).acquire({ waitMs: 0 }));
+      assert.is(error.code, 'ERR_LOCK_FENCE_OVERFLOW', `${kind}: the next token would leave the safe integers`);
+    }
+  });
+
   it('gives each failure kind its own code', () => {
     const codes = Object.keys(table);
     assert.is(new Set(codes).size, codes.length);
