@@ -1,0 +1,41 @@
+// The watchdog on a Redlock client of 3 masters whose fair-lock gate master is frozen (SIGSTOP: its
+// connections stay open and silent): the gate's hold goes unrenewed, but every quorum hold is renewed
+// on the healthy majority, so no lease is signalled lost, and releases settle without waiting for
+// the frozen master.
+import * as assert from 'uvu/assert';
+import { describe, uniqueName, within } from '../../helpers/describe.ts';
+import { setupMasters, type Masters } from './masters.ts';
+
+const LEASE_MS = 600;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The gate: the master first by host:port (when none is down). */
+function gateOf(m: Masters): number {
+  const label = (i: number) => `${m.servers[i]!.host}:${m.servers[i]!.port}`;
+  return m.servers.map((_, i) => i).sort((a, b) => (label(a) < label(b) ? -1 : 1))[0]!;
+}
+
+describe('Watchdog on a Redlock client (3 masters)', (it) => {
+  const m = setupMasters(it, 3);
+
+  it('signals no loss on the healthy majority while the fair lock gate is frozen, and releases settle', async () => {
+    const client = m.client({ leaseMs: LEASE_MS });
+    const fair = await client.fairLock(uniqueName('rl-wd-fair')).acquire();
+    const [z, other] = await Promise.all([client.lock(uniqueName('rl-wd-z')).acquire(), client.lock(uniqueName('rl-wd-other')).acquire()]);
+    const gate = gateOf(m);
+    m.servers[gate]!.pause();
+    try {
+      // Three leases: a hold that went unrenewed since the freeze is past its deadline by then.
+      await sleep(3 * LEASE_MS);
+      for (const lease of [z, other, fair]) assert.not.ok(lease.signal.aborted, `the lease of "${lease.name}" is kept by the majority (${String(lease.signal.reason)})`);
+      const startedAt = performance.now();
+      await within(other.release(), 5_000, 'the release of another lock');
+      const tookMs = performance.now() - startedAt;
+      assert.ok(tookMs < 500, `a lock's release settles on the majority in < 500 ms (took ${Math.round(tookMs)} ms)`);
+      await within(z.release(), 5_000, 'the release of z');
+      await within(fair.release(), 5_000, 'the release of the fair lock');
+    } finally {
+      m.servers[gate]!.resume();
+    }
+  });
+});
