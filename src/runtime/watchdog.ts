@@ -53,7 +53,7 @@ export function marginMs(leaseMs: number): number {
  * lease, a renewal period and a half. The next round finds it still out and sends nothing more for
  * its holds (no second call piled on a silent server); the round after sends them again.
  */
-export function renewalBoundMs(leaseMs: number): number {
+function renewalBoundMs(leaseMs: number): number {
   return leaseMs / 2;
 }
 
