@@ -267,7 +267,13 @@ export class Watchdog {
         }),
       );
     }, boundMs);
-    renewer.renew(batch, this.#leaseMs).then(
+    let renewal: Promise<boolean[]>;
+    try {
+      renewal = renewer.renew(batch, this.#leaseMs);
+    } catch (error) {
+      renewal = Promise.reject(error);
+    }
+    renewal.then(
       (renewed) => {
         this.#renewed(batch, renewed, sentAt);
         this.#settle(call);

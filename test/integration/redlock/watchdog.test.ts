@@ -3,7 +3,8 @@
 // on the healthy majority, so no lease is signalled lost, and releases settle without waiting for
 // the frozen master.
 import * as assert from 'uvu/assert';
-import { describe, uniqueName, within } from '../../helpers/describe.ts';
+import { LockError } from '../../../src/index.ts';
+import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { setupMasters, type Masters } from './masters.ts';
 
 const LEASE_MS = 600;
@@ -33,6 +34,27 @@ describe('Watchdog on a Redlock client (3 masters)', (it) => {
       const tookMs = performance.now() - startedAt;
       assert.ok(tookMs < 500, `a lock's release settles on the majority in < 500 ms (took ${Math.round(tookMs)} ms)`);
       await within(z.release(), 5_000, 'the release of z');
+      await within(fair.release(), 5_000, 'the release of the fair lock');
+    } finally {
+      m.servers[gate]!.resume();
+    }
+  });
+
+  it("cuts the renewal of a frozen gate's holds after 500 ms, as a silent master's, and still signals no loss", async () => {
+    // A lease of 3 s: the watchdog's own bound on a call (half the lease, 1.5 s) comes long after the gate's cut.
+    const client = m.client({ leaseMs: 3_000 });
+    const errors: LockError[] = [];
+    client.on('error', (error: Error) => void errors.push(error as LockError));
+    const fair = await client.fairLock(uniqueName('rl-wd-cut')).acquire();
+    const gate = gateOf(m);
+    const label = `${m.servers[gate]!.host}:${m.servers[gate]!.port}`;
+    m.servers[gate]!.pause();
+    try {
+      // The next renewal round is at most 1 s away; its gate call is cut 500 ms after.
+      await eventually(() => errors.length > 0, 'a renewal error', 4_000);
+      assert.is(errors[0]!.code, 'ERR_LOCK_UNREACHABLE');
+      assert.match(errors[0]!.message, `the gate ${label} did not answer the renewal of 1 fair lock hold(s) within 500 ms`);
+      assert.not.ok(fair.signal.aborted, 'the lease is the quorum hold: renewed on the majority');
       await within(fair.release(), 5_000, 'the release of the fair lock');
     } finally {
       m.servers[gate]!.resume();
