@@ -19,7 +19,10 @@ import { isUnreachable, settledWithin } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts, type ReleaseOutcome } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { noop } from '../runtime/waits.ts';
+import type { Renewer } from '../runtime/watchdog.ts';
+import type { RedlockCommands } from './commands.ts';
 import { RedlockImpl, type RedlockShared } from './lock.ts';
+import { SILENT_MS } from './quorum.ts';
 
 /** The keys of a fair lock on a Redlock client. */
 export interface RedlockFairKeys {
@@ -58,8 +61,38 @@ export function createRedlockFairShared(redlock: RedlockShared): RedlockFairShar
 /** The fair locks' shared state on master `i`: its runner, its Redis clock, its heartbeats. */
 function fairSharedAt(shared: RedlockFairShared, i: number): FairShared {
   const { redlock, gates, waiters } = shared;
-  gates[i] ??= { ...createFairShared(redlock.runtime, FAIR_SETTINGS, redlock.commands.masters[i]!.runner), waiters };
+  if (!gates[i]) {
+    const fair = createFairShared(redlock.runtime, FAIR_SETTINGS, redlock.commands.masters[i]!.runner);
+    gates[i] = { ...fair, waiters, renewer: gateRenewer(redlock.commands, i, fair.renewer) };
+  }
   return gates[i];
+}
+
+/**
+ * The renewer of the holds in master `i`'s queue (the gate's), under the rules of every quorum call
+ * (Quorum.settle over that one master: known down, it answers at once as unreachable) and cut after
+ * SILENT_MS, when the gate counts as silent: a frozen gate's renewal is "not renewed this round"
+ * then, rather than when the watchdog's bound on every call (half the lease) ends it.
+ */
+function gateRenewer(commands: RedlockCommands, i: number, renewer: Renewer): Renewer {
+  const master = commands.masters[i]!;
+  return {
+    batch: renewer.batch,
+    renew: (batch, leaseMs) =>
+      commands.settle(
+        [master],
+        () => renewer.renew(batch, leaseMs),
+        ([reply], done) => {
+          if (reply?.ok) return reply.value;
+          if (reply) throw reply.error;
+          if (!done) return undefined;
+          throw new LockError(`Redis could not be reached: the gate ${master.label} did not answer the renewal of ${batch.length} fair lock hold(s) within ${SILENT_MS} ms`, {
+            code: 'ERR_LOCK_UNREACHABLE',
+          });
+        },
+        SILENT_MS,
+      ),
+  };
 }
 
 /**

@@ -183,10 +183,12 @@ export class Hold implements Renewable {
       const believed = this.count;
       if (believed === 0) throw this.notHeld();
       if (whole || believed === 1) {
-        // Renewal is cancelled before the release is sent, and one in flight lands first. A lost hold
-        // skips the wait: its renewal may hang on an unreachable Redis, and there is nothing to protect.
+        // Renewal is cancelled before the release is sent, and this hold's call in flight lands first
+        // (or reaches its bound); other holds' calls are not waited for. A lost hold skips the wait:
+        // its renewal may hang on an unreachable Redis, and there is nothing to protect.
         watchdog.stopRenewing(this);
-        if (!this.lost && watchdog.inFlight) await watchdog.inFlight;
+        const renewal = watchdog.renewalOf(this);
+        if (!this.lost && renewal) await renewal;
       }
       const lostBefore = this.lost !== undefined;
       const mark = runner.mark();

@@ -1,9 +1,10 @@
 // One timer per client: renews every renewable hold in batches through its primitive's renewer, and
 // signals a hold as lost when it could not be renewed before its lease would end (or, for a fixed
-// lease, when it ends).
+// lease, when it ends). Each batch's call is bounded and in flight on its own: a server that never
+// answers costs only the holds it serves.
 import { debuglog } from 'node:util';
 import { diagnostics, type RenewMessage } from '../diagnostics.ts';
-import { LockLostError } from '../errors.ts';
+import { LockError, LockLostError } from '../errors.ts';
 import { systemClock, type Clock } from './waiter.ts';
 
 const log = debuglog('relock:watchdog');
@@ -47,6 +48,24 @@ export function marginMs(leaseMs: number): number {
   return Math.min(1000, Math.max(3, Math.floor(leaseMs / 10)));
 }
 
+/**
+ * How long one renewal call may stay unanswered before it counts as "not renewed this round": half the
+ * lease, a renewal period and a half. The next round finds it still out and sends nothing more for
+ * its holds (no second call piled on a silent server); the round after sends them again.
+ */
+function renewalBoundMs(leaseMs: number): number {
+  return leaseMs / 2;
+}
+
+/** One renewal call out: its holds, and its settling, once answered or past its bound. */
+interface Call {
+  readonly holds: readonly Renewable[];
+  /** Settles when the call is answered or reaches its bound (never rejects). */
+  readonly settled: Promise<void>;
+  readonly finish: () => void;
+  timer: unknown;
+}
+
 /** The margin of one hold: marginMs, or its renewer's larger allowance. */
 function holdMarginMs(hold: Renewable, leaseMs: number): number {
   const margin = marginMs(leaseMs);
@@ -75,7 +94,10 @@ export class Watchdog {
   #timer: unknown;
   #timerAt = Number.POSITIVE_INFINITY;
   #nextRenewalAt = 0;
-  #inFlight: Promise<void> | undefined;
+  /** The renewal calls out (not answered, not past their bound). */
+  readonly #calls = new Set<Call>();
+  /** Each hold in a call out, and that call: it is not sent again meanwhile, and its release waits for that call only. */
+  readonly #renewing = new Map<Renewable, Call>();
   #stopped = false;
 
   constructor(options: WatchdogOptions) {
@@ -139,9 +161,19 @@ export class Watchdog {
     return false;
   }
 
-  /** The renewal in flight, if any: a release waits for it, so that it is never followed by a renewal. */
+  /**
+   * The renewal call out for this hold, if any (settled once answered or past its bound): its release
+   * waits for it, so that the release is never followed by that renewal. Other holds' calls are not
+   * waited for.
+   */
+  renewalOf(hold: Renewable): Promise<void> | undefined {
+    return this.#renewing.get(hold)?.settled;
+  }
+
+  /** Every renewal call out now, settled once each is answered or past its bound; undefined when none is. */
   get inFlight(): Promise<void> | undefined {
-    return this.#inFlight;
+    if (this.#calls.size === 0) return undefined;
+    return Promise.all([...this.#calls].map((call) => call.settled)).then(() => undefined);
   }
 
   get stopped(): boolean {
@@ -154,6 +186,8 @@ export class Watchdog {
     for (const hold of this.#holds) if (hold.held) this.lose(hold, error);
     this.#holds.clear();
     this.#renewables = 0;
+    // Nothing is waited for after stop(): no bound timer is left armed, and a late answer finds no hold.
+    for (const call of this.#calls) this.#settle(call);
   }
 
   /** When the watchdog must look at this hold next. */
@@ -182,18 +216,19 @@ export class Watchdog {
     }
     if (now >= this.#nextRenewalAt && this.#renewables > 0) {
       this.#nextRenewalAt = now + this.#leaseMs / 3;
-      // One renewal at a time: while one hangs (Redis unreachable), the deadlines above still fire.
-      if (!this.#inFlight) this.#inFlight = this.#renew(now).finally(() => (this.#inFlight = undefined));
+      // Holds whose call is still out are left out: while it hangs (a silent server), their deadlines
+      // still fire, and every other batch is renewed as usual.
+      this.#renew(now);
     }
     for (const hold of this.#holds) this.#wakeBy(this.#due(hold));
   }
 
-  async #renew(sentAt: number): Promise<void> {
+  #renew(sentAt: number): void {
     // Grouped by renewer (one script per primitive) and, on a Cluster, by slot; then cut into that
     // renewer's batch size.
     const groups = new Map<Renewer, Map<number, Renewable[]>>();
     for (const hold of this.#holds) {
-      if (!hold.renewable) continue;
+      if (!hold.renewable || this.#renewing.has(hold)) continue;
       let bySlot = groups.get(hold.renewer);
       if (!bySlot) groups.set(hold.renewer, (bySlot = new Map()));
       const slot = this.#slotOf ? this.#slotOf(hold.key) : 0;
@@ -201,31 +236,75 @@ export class Watchdog {
       if (group) group.push(hold);
       else bySlot.set(slot, [hold]);
     }
-    const calls: Promise<void>[] = [];
     for (const [renewer, bySlot] of groups) {
       for (const holds of bySlot.values()) {
-        for (let i = 0; i < holds.length; i += renewer.batch) calls.push(this.#renewBatch(renewer, holds.slice(i, i + renewer.batch), sentAt));
+        for (let i = 0; i < holds.length; i += renewer.batch) this.#send(renewer, holds.slice(i, i + renewer.batch), sentAt);
       }
     }
-    await Promise.all(calls);
   }
 
-  async #renewBatch(renewer: Renewer, batch: Renewable[], sentAt: number): Promise<void> {
-    let renewed: boolean[];
+  /**
+   * One batch's call, in flight on its own until answered or until its bound: then it counts as not
+   * renewed this round (reported as ERR_LOCK_UNREACHABLE), its holds go into a later round again, and
+   * their releases stop waiting for it. An answer that comes after the bound still counts.
+   */
+  #send(renewer: Renewer, batch: Renewable[], sentAt: number): void {
+    let finish!: () => void;
+    const settled = new Promise<void>((resolve) => (finish = resolve));
+    const call: Call = { holds: batch, settled, finish, timer: undefined };
+    this.#calls.add(call);
+    for (const hold of batch) this.#renewing.set(hold, call);
+    const boundMs = renewalBoundMs(this.#leaseMs);
+    call.timer = this.#clock.setTimeout(() => {
+      if (!this.#settle(call)) return;
+      const names = batch.map((hold) => `"${hold.name}"`);
+      const what = names.length === 1 ? `hold ${names[0]}` : `${names.length} holds (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', ...' : ''})`;
+      log('renewal of %d holds unanswered after %d ms', batch.length, boundMs);
+      this.#onError(
+        new LockError(`Redis could not be reached: no answer to the renewal of ${what} within ${boundMs} ms; tried again next round`, {
+          code: 'ERR_LOCK_UNREACHABLE',
+          lockName: batch.length === 1 ? batch[0]!.name : undefined,
+        }),
+      );
+    }, boundMs);
+    let renewal: Promise<boolean[]>;
     try {
-      renewed = await renewer.renew(batch, this.#leaseMs);
+      renewal = renewer.renew(batch, this.#leaseMs);
     } catch (error) {
-      log('renewal of %d holds failed: %s', batch.length, (error as Error).message);
-      this.#onError(error as Error);
-      return;
+      renewal = Promise.reject(error);
     }
+    renewal.then(
+      (renewed) => {
+        this.#renewed(batch, renewed, sentAt);
+        this.#settle(call);
+      },
+      (error: unknown) => {
+        log('renewal of %d holds failed: %s', batch.length, (error as Error).message);
+        // Past its bound, the failure was reported then.
+        if (this.#settle(call)) this.#onError(error as Error);
+      },
+    );
+  }
+
+  /** Ends a call's time in flight (answered, past its bound, or stopped); false when it had ended already. */
+  #settle(call: Call): boolean {
+    if (!this.#calls.delete(call)) return false;
+    this.#clock.clearTimeout(call.timer);
+    for (const hold of call.holds) if (this.#renewing.get(hold) === call) this.#renewing.delete(hold);
+    call.finish();
+    return true;
+  }
+
+  /** Applies a batch's answer: a new deadline where renewed, a loss where the hold was found gone. */
+  #renewed(batch: readonly Renewable[], renewed: readonly boolean[], sentAt: number): void {
     if (diagnostics.renew.hasSubscribers) {
       diagnostics.renew.publish({ clientId: this.#clientId, names: batch.filter((_, i) => renewed[i]).map((hold) => hold.name) } satisfies RenewMessage);
     }
     batch.forEach((hold, i) => {
       if (!this.#holds.has(hold) || !hold.renewable) return;
       if (renewed[i]) {
-        hold.deadline = sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs);
+        // Never earlier: an answer past its bound may land after a later call's.
+        hold.deadline = Math.max(hold.deadline, sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs));
         this.#wakeBy(this.#due(hold));
       } else if (hold.held) {
         this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));

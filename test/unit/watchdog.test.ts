@@ -1,8 +1,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as assert from 'uvu/assert';
-import { LockLostError } from '../../src/errors.ts';
+import { LockError, LockLostError } from '../../src/errors.ts';
 import { marginMs, Watchdog, type Renewable, type Renewer } from '../../src/runtime/watchdog.ts';
-import { describe } from '../helpers/describe.ts';
+import { describe, within } from '../helpers/describe.ts';
 import { FakeClock, flush } from '../helpers/fake-clock.ts';
 
 interface Call {
@@ -428,6 +428,125 @@ describe('Watchdog bookkeeping', (it) => {
   });
 });
 
+describe('Watchdog per batch', (it) => {
+  it("keeps renewing the other batches while one batch's call hangs, and sends that batch nothing more meanwhile", async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(1, clock);
+    const [silent, a, b] = ['silent', 'a', 'b'].map((name) => makeHold(name, renewer));
+    for (const hold of [silent!, a!, b!]) acquireHold(watchdog, hold, clock.now(), 300); // deadlines 1270
+    /** Answers every call but the silent hold's, which stays out. */
+    const answerAllBut = () => {
+      for (const call of renewer.calls.splice(0)) if (call.names[0] !== 'silent') call.resolve([true]);
+    };
+    await clock.advanceAsync(100); // 1100: one call per hold
+    assert.equal(
+      renewer.calls.map((call) => call.names),
+      [['silent'], ['a'], ['b']],
+    );
+    answerAllBut();
+    await flush();
+    assert.equal([a!.deadline, b!.deadline], [1_370, 1_370]);
+    await clock.advanceAsync(100); // 1200: the silent hold's call is still out
+    assert.equal(
+      renewer.calls.map((call) => call.names),
+      [['a'], ['b']],
+      'the batch whose call is out is not sent again',
+    );
+    answerAllBut();
+    await flush();
+    assert.equal([a!.deadline, b!.deadline], [1_470, 1_470]);
+    for (let i = 0; i < 5; i++) {
+      await clock.advanceAsync(100);
+      answerAllBut();
+      await flush();
+    }
+    assert.equal([a!.losses.length, b!.losses.length], [0, 0], 'the holds of the other batches are kept');
+    assert.is(silent!.losses.length, 1, 'the silent batch is lost at its deadline');
+    assert.match(silent!.losses[0]!.message, /could not be renewed before its lease ended/);
+  });
+
+  it('counts a call unanswered at half the lease as not renewed: reports ERR_LOCK_UNREACHABLE and sends its holds again the round after', async () => {
+    const { clock, watchdog, errors } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 300);
+    await clock.advanceAsync(100); // sent at 1100, bound at 1250
+    await clock.advanceAsync(149);
+    assert.is(errors.length, 0);
+    assert.instance(watchdog.renewalOf(hold), Promise, 'still out before its bound');
+    await clock.advanceAsync(1);
+    assert.is(errors.length, 1);
+    assert.instance(errors[0], LockError);
+    assert.is((errors[0] as LockError).code, 'ERR_LOCK_UNREACHABLE');
+    assert.is((errors[0] as LockError).lockName, 'a');
+    assert.match(errors[0]!.message, /no answer to the renewal of hold "a" within 150 ms/);
+    assert.is(watchdog.renewalOf(hold), undefined, 'past its bound, nothing is waited for');
+    assert.is(watchdog.inFlight, undefined);
+    assert.is(hold.losses.length, 0, 'not renewed is no loss before the deadline');
+    // The first call was not answered before the deadline (1270): the hold is lost then, as before.
+    await clock.advanceAsync(20);
+    assert.is(hold.losses.length, 1);
+    // A call that fails after its bound is not reported twice.
+    renewer.calls[0]!.reject(new Error('Command timed out'));
+    await flush();
+    assert.is(errors.length, 1);
+  });
+
+  it('sends a batch again in the round after its bound, and a late answer still renews without moving a deadline back', async () => {
+    const { clock, watchdog } = setup(3_000); // rounds every 1000 from the first hold, bound 1500, margin 300
+    const renewer = new FakeRenewer(500, clock);
+    const early = makeHold('early', renewer);
+    const late = makeHold('late', renewer);
+    acquireHold(watchdog, early, clock.now(), 3_000); // deadline 3700
+    await clock.advanceAsync(990);
+    acquireHold(watchdog, late, clock.now(), 3_000); // at 1990: deadline 4690
+    await clock.advanceAsync(10); // 2000: one call for both, which hangs
+    await clock.advanceAsync(1_000); // 3000: still out, nothing sent
+    assert.equal(
+      renewer.calls.map((call) => [call.names, call.sentAt]),
+      [[['early', 'late'], 2_000]],
+    );
+    await clock.advanceAsync(1_000); // 3500 past its bound, 3700 early's deadline; 4000: sent again
+    assert.equal([early.losses.length, late.losses.length], [1, 0]);
+    assert.equal(
+      renewer.calls.map((call) => [call.names, call.sentAt]),
+      [
+        [['early', 'late'], 2_000],
+        [['late'], 4_000],
+      ],
+    );
+    renewer.calls[1]!.resolve([true]);
+    await flush();
+    assert.is(late.deadline, 4_000 + 2_700);
+    renewer.calls[0]!.resolve([true, true]); // the call sent at 2000 answers at last
+    await flush();
+    assert.is(late.deadline, 4_000 + 2_700, 'a late answer never moves the deadline earlier');
+    assert.is(early.losses.length, 1, 'nor revives a lost hold');
+    assert.is(late.losses.length, 0);
+  });
+
+  it("lets a hold's release wait for its own batch's call only", async () => {
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(1, clock);
+    const [a, b] = ['a', 'b'].map((name) => makeHold(name, renewer));
+    acquireHold(watchdog, a!, clock.now(), 300);
+    acquireHold(watchdog, b!, clock.now(), 300);
+    await clock.advanceAsync(100);
+    const [callA, callB] = renewer.calls;
+    let aSettled = false;
+    void watchdog.renewalOf(a!)!.then(() => (aSettled = true));
+    callB!.resolve([true]);
+    await flush();
+    assert.is(watchdog.renewalOf(b!), undefined, "b's call answered: b's release goes at once");
+    assert.not.ok(aSettled, "a's call is still out");
+    assert.instance(watchdog.inFlight, Promise);
+    callA!.resolve([true]);
+    await flush();
+    assert.ok(aSettled);
+    assert.is(watchdog.renewalOf(a!), undefined);
+  });
+});
+
 describe('Watchdog#stop', (it) => {
   it('loses every held hold with the error given, disarms its timer and ignores later holds', async () => {
     const { clock, watchdog } = setup(300);
@@ -462,5 +581,23 @@ describe('Watchdog#stop', (it) => {
     assert.is(hold.losses.length, 1);
     assert.not.ok(hold.held);
     assert.is(clock.pending, 0, 'the landing renewal arms no timer');
+  });
+});
+
+describe('Watchdog#stop per batch', (it) => {
+  it('settles every call out at stop(), disarming their bounds: nothing is waited for and no timer is left', async () => {
+    const { clock, watchdog, errors } = setup(300);
+    const renewer = new FakeRenewer(1, clock);
+    const holds = ['a', 'b'].map((name) => makeHold(name, renewer));
+    for (const hold of holds) acquireHold(watchdog, hold, clock.now(), 300);
+    await clock.advanceAsync(100);
+    const waits = holds.map((hold) => watchdog.renewalOf(hold));
+    assert.is(waits.filter(Boolean).length, 2);
+    watchdog.stop(new LockLostError('closed'));
+    await within(Promise.all(waits), 1_000, 'the calls out settled at stop()');
+    assert.is(watchdog.inFlight, undefined);
+    assert.is(clock.pending, 0, 'no bound timer left');
+    await clock.advanceAsync(1_000);
+    assert.is(errors.length, 0, 'no bound fires after stop()');
   });
 });
