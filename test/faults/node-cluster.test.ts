@@ -1,12 +1,13 @@
 // Node faults on a Redis Cluster (issue 17), for every kind: "one master frozen" (SIGSTOP of one of
-// three masters for a few seconds while 3 clients hold and contend locks spread over all three, two
-// names per master and kind, then SIGCONT) and "command connections killed mid-command" (CLIENT KILL
-// of every command connection of one master, again and again, under load). The nodes.ts loops and
-// checks judge each kind: no overlap; no false loss (a hold signalled lost, or a release refused as
-// not held, while every master of its keys stayed healthy); and, once every lease was released and
-// the clients closed, no hold that no lease owns (an owner field left in Redis). The masters only
-// fail over after 15 s of silence (cluster-node-timeout) and serve their slots without the frozen
-// one (cluster-require-full-coverage no): a frozen master is just a silent one.
+// three masters for a few seconds while 3 clients hold and contend locks spread over all three, then
+// SIGCONT) and "command connections killed mid-command" (again and again, one master kept busy a
+// moment by a script while the loops' commands pile up, then every relock command connection on it
+// killed behind them: commands run with their reply dropped, which ioredis Cluster resends). The
+// nodes.ts loops and checks judge each kind: no overlap; no false loss (a hold signalled lost, or a
+// release refused as not held, while every master of its keys stayed healthy); and, once every lease
+// was released and the clients closed, no hold that no lease owns (an owner field left in Redis). The
+// masters only fail over after 15 s of silence (cluster-node-timeout) and serve their slots without
+// the frozen one (cluster-require-full-coverage no): a frozen master is just a silent one.
 //
 // Two negative controls show the new checks can fail: a client whose renewals are answered only
 // after three leases (a wrapper around its Cluster client; no fault injected, so every node is
