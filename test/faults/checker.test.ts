@@ -217,7 +217,7 @@ describe('faults checker: node faults (false losses, phantom holds)', (it) => {
     assert.equal(phantomHolds([field('a', 900)], [{ clientId: client, name: 'b', at: 990 }], { at: 1_000, leaseMs: 1_000 }).length, 1);
   });
 
-  it('excuses a field a lost lease or a failed acquire may leave, for a lease from then, and no longer', () => {
+  it('excuses a field a lost lease or a failed release may leave, for a lease from then, and no longer', () => {
     const unclean = [{ clientId: client, name: 'a', at: 800 }];
     // The field ends by 1_000 + 700 = 1_700 <= 800 + 1_000 (+ slack): a lease still running out.
     assert.equal(phantomHolds([field('a', 700)], unclean, { at: 1_000, leaseMs: 1_000 }), []);

@@ -496,8 +496,8 @@ export interface OwnerField {
 
 /**
  * Where a client may legitimately have left an owner field behind: a lease of `name` signalled lost,
- * a release that did not go through, or an acquire that failed (its attempt may have taken the lock
- * as it gave up), at `at`. Its field lives a lease from then at most.
+ * or whose release did not go through, at `at`. Its field lives a lease from then at most. (An
+ * acquire that failed excuses nothing: relock gives back whatever its attempt may have taken.)
  */
 export interface Unclean {
   readonly clientId: string;
@@ -510,9 +510,9 @@ export const PHANTOM_SLACK_MS = 50;
 
 /**
  * Holds that no lease owns: owner fields still in Redis when read at `at` (with no lease alive, or
- * with the leases in `live`, as `<client id> <name>`, alive), unless a lease or attempt of that
- * client on that name ended uncleanly (`unclean`) recently enough that its lease, `leaseMs` from
- * then, has not run out yet. A field whose client released every lease of the name cleanly is a
+ * with the leases in `live`, as `<client id> <name>`, alive), unless a lease of that client on that
+ * name ended uncleanly (`unclean`) recently enough that its lease, `leaseMs` from then, has not run
+ * out yet. A field whose client released every lease of the name cleanly is a
  * phantom whatever its PTTL; so is one that outlives every excuse, or has no expiry.
  */
 export function phantomHolds(

@@ -123,9 +123,8 @@ export class NodeLoops {
       try {
         lease = await picked.acquire(this.#options.waitMs ?? 2_000);
       } catch (error) {
-        // The attempt may have taken a lock as it gave up: its field may live a lease from now.
+        // No excuse for what its attempt took: relock gives a failed attempt's hold back (docs/guarantees.md, Orphaned holds).
         this.#count(error);
-        for (const name of picked.names) this.unclean.push({ clientId: client.id, name, at: now() });
         await sleep(20);
         continue;
       }
@@ -308,6 +307,8 @@ export function judge(
     `${(run.durationMs / 1000).toFixed(1)} s`;
   console.log(line);
   const show = (s: NodeSection) => `client ${s.client} ${s.names.join('+')} on ${s.nodes.join('+')} [${s.start.toFixed(0)}, ${s.end.toFixed(0)}] lost ${s.lostAt?.toFixed(0) ?? '-'} release ${s.release} at ${s.releasedAt.toFixed(0)}`;
+  const entry = (e: Entry) => `client ${e.worker} token ${e.token}${e.mode ? ` ${e.mode}` : ''}${e.permits ? ` ${e.permits} permits` : ''} [${e.start.toFixed(0)}, ${e.end.toFixed(0)}] lost ${e.lostAt?.toFixed(0) ?? '-'}`;
+  for (const o of overlaps.slice(0, 3)) console.log(`  overlap: ${entry(o.later)} began ${o.ms.toFixed(1)} ms before ${entry(o.earlier)} ended`);
   for (const s of found.lost.slice(0, 3)) console.log(`  false loss: ${show(s)}`);
   for (const s of found.refused.slice(0, 3)) console.log(`  release refused: ${show(s)}`);
   for (const f of phantoms.slice(0, 3)) console.log(`  phantom hold: ${f.owner} in ${f.key} on ${f.node}, PTTL ${f.remainingMs} ms`);
@@ -411,11 +412,12 @@ export async function nodeRun(topology: Topology, options: NodeRunOptions): Prom
   } finally {
     await Promise.all([...loops.values()].map((l) => l.stop()));
     await Promise.all(clients.map((client) => client.close()));
+    // What the clients still had queued (a give-back behind an attempt, a command ioredis resends
+    // after its connection closed) lands before the connections they were given are closed.
+    await sleep(300);
     topology.release?.();
   }
   await options.afterClose?.(names, prefix, clients);
-  // A command resent after its connection closed lands when it lands: give it a moment.
-  await sleep(200);
   const readAt = now();
   const fields = (await Promise.all(topology.masters.map((m) => ownerFields(m.label, m.connection, prefix)))).flat();
   const durationMs = readAt - started;
