@@ -25,7 +25,7 @@ import { startCluster, type RedisCluster } from '../helpers/cluster.ts';
 import { describe } from '../helpers/describe.ts';
 import type { RedisServer } from '../helpers/redis.ts';
 import { MODE, sized } from './harness.ts';
-import { KINDS, nodeRun, type Injected, type NodeReport, type Topology } from './nodes.ts';
+import { KINDS, nodeRun, violations, type Injected, type NodeReport, type Topology } from './nodes.ts';
 import type { LockKind } from './protocol.ts';
 
 const LEASE_MS = 1_000;
@@ -115,20 +115,6 @@ function killConnections(ms: number): () => Promise<Injected> {
     killer.disconnect();
     return { faulted: new Set([label(victim)]), faults, notes: [`${label(victim)}: command connections killed ${killed}`] };
   };
-}
-
-/** One line per kind failed, for the assertion (every kind's line is printed before). */
-function violations(reports: readonly NodeReport[]): string[] {
-  return reports.flatMap((r) => {
-    const found = [
-      r.overlaps.length > 0 ? `overlaps ${r.overlaps.length}` : '',
-      r.falseLosses.length > 0 ? `false losses ${r.falseLosses.length}` : '',
-      r.phantoms.length > 0 ? `phantom holds ${r.phantoms.length}` : '',
-      r.refusedReleases.length > 0 ? `releases refused as not held ${r.refusedReleases.length}` : '',
-      r.acquisitions === 0 ? 'no acquisition' : '',
-    ].filter(Boolean);
-    return found.length > 0 ? [`${r.kind}: ${found.join(', ')}`] : [];
-  });
 }
 
 /** The script SHA1s of every renewal a single-server or Cluster client sends. */

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { LockClient } from '../../src/index.ts';
 import { describe } from '../helpers/describe.ts';
 import { MODE, sized } from './harness.ts';
-import { KINDS, nodeRun, type Injected, type NodeReport, type Topology } from './nodes.ts';
+import { KINDS, nodeRun, violations, type Injected, type Topology } from './nodes.ts';
 import type { LockKind } from './protocol.ts';
 import { startRig, type Rig } from './redlock-loops.ts';
 
@@ -38,19 +38,6 @@ function silence(how: 'black hole' | 'SIGSTOP', rounds: number, ms: number, gapM
     // The quorum's two other masters stay a healthy majority: nothing is excused.
     return { faulted: new Set(), faults, notes: [`master 0 of 3 ${how === 'black hole' ? 'black-holed (connections open)' : 'SIGSTOPped'} ${faults} x ${ms} ms`] };
   };
-}
-
-function violations(reports: readonly NodeReport[]): string[] {
-  return reports.flatMap((r) => {
-    const found = [
-      r.overlaps.length > 0 ? `overlaps ${r.overlaps.length}` : '',
-      r.falseLosses.length > 0 ? `false losses ${r.falseLosses.length}` : '',
-      r.phantoms.length > 0 ? `phantom holds ${r.phantoms.length}` : '',
-      r.refusedReleases.length > 0 ? `releases refused as not held ${r.refusedReleases.length}` : '',
-      r.acquisitions === 0 ? 'no acquisition' : '',
-    ].filter(Boolean);
-    return found.length > 0 ? [`${r.kind}: ${found.join(', ')}`] : [];
-  });
 }
 
 describe('faults: one Redlock master frozen (a silent minority)', (it) => {

@@ -347,6 +347,20 @@ export function judge(
   };
 }
 
+/** What each kind's report violates, one line per kind (every kind's summary line is printed before). */
+export function violations(reports: readonly NodeReport[]): string[] {
+  return reports.flatMap((r) => {
+    const found = [
+      r.overlaps.length > 0 ? `overlaps ${r.overlaps.length}` : '',
+      r.falseLosses.length > 0 ? `false losses ${r.falseLosses.length}` : '',
+      r.phantoms.length > 0 ? `phantom holds ${r.phantoms.length}` : '',
+      r.refusedReleases.length > 0 ? `releases refused as not held ${r.refusedReleases.length}` : '',
+      r.acquisitions === 0 ? 'no acquisition' : '',
+    ].filter(Boolean);
+    return found.length > 0 ? [`${r.kind}: ${found.join(', ')}`] : [];
+  });
+}
+
 /** Where a node-fault run runs: a Cluster's masters, or a Redlock client's masters. */
 export interface Topology {
   /** How the summary lines name it ('cluster', 'redlock'). */
