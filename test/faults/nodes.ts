@@ -306,7 +306,7 @@ export function judge(
     `longest wait ${Math.round(longestWaitMs)} ms, longest release ${Math.round(loops.longestReleaseMs)} ms, signals aborted during release ${loops.signalledInRelease}, ${[...(run.notes ?? []), `errors ${failed}`].join(', ')}, ` +
     `${(run.durationMs / 1000).toFixed(1)} s`;
   console.log(line);
-  const show = (s: NodeSection) => `client ${s.client} ${s.names.join('+')} on ${s.nodes.join('+')} [${s.start.toFixed(0)}, ${s.end.toFixed(0)}] lost ${s.lostAt?.toFixed(0) ?? '-'} release ${s.release} at ${s.releasedAt.toFixed(0)}`;
+  const show = (s: NodeSection) => `client ${s.client} ${s.names.join('+')} on ${s.nodes.join('+')} waited ${(s.start - s.asked).toFixed(0)} ms, [${s.start.toFixed(0)}, ${s.end.toFixed(0)}] lost ${s.lostAt?.toFixed(0) ?? '-'} release ${s.release} at ${s.releasedAt.toFixed(0)}`;
   const entry = (e: Entry) => `client ${e.worker} token ${e.token}${e.mode ? ` ${e.mode}` : ''}${e.permits ? ` ${e.permits} permits` : ''} [${e.start.toFixed(0)}, ${e.end.toFixed(0)}] lost ${e.lostAt?.toFixed(0) ?? '-'}`;
   for (const o of overlaps.slice(0, 3)) console.log(`  overlap: ${entry(o.later)} began ${o.ms.toFixed(1)} ms before ${entry(o.earlier)} ended`);
   for (const s of found.lost.slice(0, 3)) console.log(`  false loss: ${show(s)}`);
