@@ -171,8 +171,8 @@ describe('faults: one Cluster master frozen, its connections killed mid-command'
 
   const scenarios: [string, (kinds: readonly LockKind[]) => Promise<NodeReport[]>][] = [
     [
-      `one master frozen (SIGSTOP ${sized(1, 3)} x ${sized(2_500, 3_000)} ms)`,
-      (kinds) => nodeRun(topology, { scenario: 'one master frozen', kinds, leaseMs: LEASE_MS, fault: freeze(sized(1, 3), sized(2_500, 3_000), 1_500), warmMs: 300, settleMs: sized(700, 1_500) }),
+      `one master frozen (SIGSTOP ${sized(1, 3)} x ${sized(2_000, 3_000)} ms)`,
+      (kinds) => nodeRun(topology, { scenario: 'one master frozen', kinds, leaseMs: LEASE_MS, fault: freeze(sized(1, 3), sized(2_000, 3_000), 1_500), warmMs: 300, settleMs: sized(700, 1_500) }),
     ],
     [
       'command connections of one master killed mid-command',
