@@ -52,9 +52,10 @@ describe('faults: one Redlock master frozen (a silent minority)', (it) => {
     };
   });
   it.after(async () => {
-    rig.proxies[0]?.pass();
-    rig.servers[0]?.resume();
-    await rig?.close();
+    if (!rig) return;
+    rig.proxies[0]!.pass();
+    rig.servers[0]!.resume();
+    await rig.close();
   });
 
   const run = (how: 'black hole' | 'SIGSTOP', kinds: readonly LockKind[]) =>

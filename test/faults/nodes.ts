@@ -287,7 +287,7 @@ export function judge(
   scenario: string,
   kind: LockKind,
   loops: NodeLoops,
-  run: { readonly faulted: ReadonlySet<string>; readonly faults: number; readonly fields: readonly OwnerField[]; readonly readAt: number; readonly leaseMs: number; readonly durationMs: number; readonly notes?: readonly string[]; readonly counted?: boolean },
+  run: { readonly faulted: ReadonlySet<string>; readonly faults: number; readonly fields: readonly OwnerField[]; readonly readAt: number; readonly leaseMs: number; readonly durationMs: number; readonly notes?: readonly string[]; readonly counted?: boolean; readonly shared?: boolean },
 ): NodeReport {
   const sections = loops.sections;
   const overlaps = overlapsOf(kind, sections);
@@ -315,7 +315,8 @@ export function judge(
   // A negative control's failures are its point: left out of the total.
   if (run.counted !== false) record({
     kind: `${label} ${kind}`,
-    durationMs: run.durationMs,
+    // Kinds that ran side by side share one run: its time counts once in the total.
+    durationMs: run.shared ? 0 : run.durationMs,
     faults: { length: run.faults },
     report: {
       acquisitions: sections.length,
@@ -435,8 +436,9 @@ export async function nodeRun(topology: Topology, options: NodeRunOptions): Prom
   const readAt = now();
   const fields = (await Promise.all(topology.masters.map((m) => ownerFields(m.label, m.connection, prefix)))).flat();
   const durationMs = readAt - started;
-  return options.kinds.map((kind) =>
+  return options.kinds.map((kind, index) =>
     judge(topology.label, options.scenario, kind, loops.get(kind)!, {
+      shared: index > 0,
       faulted: injected.faulted,
       faults: injected.faults,
       fields,
