@@ -1,7 +1,7 @@
 // The checker can fail: fed synthetic logs, it reports what is wrong with them.
 import * as assert from 'uvu/assert';
 import { describe } from '../helpers/describe.ts';
-import { check, summary } from './checker.ts';
+import { check, falseLosses, PHANTOM_SLACK_MS, phantomHolds, summary, type NodeSection, type OwnerField } from './checker.ts';
 import type { Entry } from './protocol.ts';
 
 /** A section that read `read` and had its write accepted; its acquire() was called 1 ms before it began. */
@@ -168,5 +168,68 @@ describe('faults checker', (it) => {
     );
     const fifo = summary('fair', check({ entries: granted([5, 6, 0, 7]), counter: 4 }), 0);
     assert.match(fifo, /, overtaken 25\.0 % \(1 of 4\)$/);
+  });
+});
+
+describe('faults checker: node faults (false losses, phantom holds)', (it) => {
+  /** A section of client 0 on `nodes`, held [10, 20], released at 21, unless `more` says otherwise. */
+  const held = (nodes: string[], more: Partial<NodeSection> = {}): NodeSection => ({
+    client: 0,
+    token: 1,
+    names: ['a'],
+    nodes,
+    asked: 9,
+    start: 10,
+    end: 20,
+    lostAt: null,
+    release: 'ok',
+    releasedAt: 21,
+    ...more,
+  });
+  const lost = { lostAt: 15, lostCode: 'ERR_LOCK_LOST', release: 'ERR_LOCK_NOT_HELD' } as const;
+
+  it('counts a loss on healthy nodes as false, and one with a key on the faulted node apart', () => {
+    const sections = [held(['m1'], lost), held(['m2']), held(['m2'], lost), held(['m1', 'm2'], lost), held(['m1', 'm3'], lost)];
+    const found = falseLosses(sections, new Set(['m2']));
+    assert.equal(found.lost, [sections[0], sections[4]]);
+    assert.is(found.lostOnFaulted, 2);
+    assert.equal(found.refused, []);
+  });
+
+  it('counts a release refused as not held without a signalled loss, on healthy nodes only', () => {
+    const refused = held(['m1'], { release: 'ERR_LOCK_NOT_HELD' });
+    const found = falseLosses([refused, held(['m2'], { release: 'ERR_LOCK_NOT_HELD' }), held(['m1'], lost)], new Set(['m2']));
+    assert.equal(found.refused, [refused]);
+    assert.is(found.lost.length, 1);
+  });
+
+  it('passes a run whose only losses are on the faulted node, and a Redlock quorum with a silent minority judged healthy', () => {
+    assert.equal(falseLosses([held(['m2'], lost), held(['m1'])], new Set(['m2'])).lost, []);
+    assert.is(falseLosses([held(['quorum'], lost)], new Set()).lost.length, 1);
+  });
+
+  const client = '11111111-1111-4111-8111-111111111111';
+  const field = (name: string, remainingMs: number, hold = '22222222-2222-4222-8222-222222222222'): OwnerField => ({ node: 'm1', key: `p:{${name}}`, name, owner: `${client}:${hold}`, remainingMs });
+
+  it('finds an owner field of a client that released every lease of that name cleanly', () => {
+    assert.equal(phantomHolds([field('a', 900)], [], { at: 1_000, leaseMs: 1_000 }).length, 1);
+    // Another name's unclean end excuses nothing here.
+    assert.equal(phantomHolds([field('a', 900)], [{ clientId: client, name: 'b', at: 990 }], { at: 1_000, leaseMs: 1_000 }).length, 1);
+  });
+
+  it('excuses a field a lost lease or a failed release may leave, for a lease from then, and no longer', () => {
+    const unclean = [{ clientId: client, name: 'a', at: 800 }];
+    // The field ends by 1_000 + 700 = 1_700 <= 800 + 1_000 (+ slack): a lease still running out.
+    assert.equal(phantomHolds([field('a', 700)], unclean, { at: 1_000, leaseMs: 1_000 }), []);
+    assert.equal(phantomHolds([field('a', 800 + PHANTOM_SLACK_MS)], unclean, { at: 1_000, leaseMs: 1_000 }), []);
+    // Ends later than any lease from the excuse: renewed by nobody's lease, so a phantom.
+    assert.equal(phantomHolds([field('a', 900)], unclean, { at: 1_000, leaseMs: 1_000 }).length, 1);
+    // No expiry at all: a phantom whatever excuses it.
+    assert.equal(phantomHolds([field('a', -1)], unclean, { at: 1_000, leaseMs: 1_000 }).length, 1);
+  });
+
+  it('excuses the fields of leases alive at a checkpoint', () => {
+    assert.equal(phantomHolds([field('a', 900)], [], { at: 1_000, leaseMs: 1_000, live: new Set([`${client} a`]) }), []);
+    assert.equal(phantomHolds([field('b', 900)], [], { at: 1_000, leaseMs: 1_000, live: new Set([`${client} a`]) }).length, 1);
   });
 });

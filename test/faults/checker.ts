@@ -424,3 +424,113 @@ export function checkKind(kind: LockKind, input: CheckInput & { readonly permits
   if (kind === 'multi-lock') return checkMulti(settled);
   return check(settled);
 }
+
+// --- Node faults (issue 17): holds lost on healthy nodes, and holds that no lease owns
+
+/**
+ * A section as the node-fault checks see it (test/faults/nodes.ts): the lock names it held, the
+ * nodes their keys live on, and how it ended.
+ */
+export interface NodeSection {
+  readonly client: number;
+  readonly token: number;
+  /** The names it held: one, or a multi-lock's members. */
+  readonly names: readonly string[];
+  /**
+   * Where its keys live: the Cluster masters of its names (by label), or the quorum of a Redlock
+   * client (one label for the masters taken together).
+   */
+  readonly nodes: readonly string[];
+  readonly asked: number;
+  readonly start: number;
+  /** When the holder stopped: its work done (release about to be sent), or its signal aborted. */
+  readonly end: number;
+  readonly lostAt: number | null;
+  /** The `code` of the signal's reason, when it aborted. */
+  readonly lostCode?: string;
+  /** 'ok', or the `code` (else `name`) release() rejected with. */
+  readonly release: string;
+  /** When release() settled. */
+  readonly releasedAt: number;
+  /** Read-write lock: the side; semaphore: the permits. */
+  readonly mode?: 'read' | 'write';
+  readonly permits?: number;
+}
+
+/** What the false-loss check found. */
+export interface FalseLosses {
+  /** Sections signalled lost (LockLostError) although every node of their keys was healthy the whole run. */
+  readonly lost: readonly NodeSection[];
+  /** Sections whose release() rejected with LockNotHeldError, not signalled lost, on healthy nodes. */
+  readonly refused: readonly NodeSection[];
+  /** Sections signalled lost with a key on a faulted node (reported, not a violation). */
+  readonly lostOnFaulted: number;
+}
+
+/**
+ * False losses: a lease signalled lost, or a release refused as not held without a loss signalled,
+ * while every node its keys live on was healthy for the whole run (`faulted` lists the nodes a fault
+ * touched). Nothing but the faulted node went wrong, so such a hold was lost by the client, not by
+ * Redis.
+ */
+export function falseLosses(sections: readonly NodeSection[], faulted: ReadonlySet<string>): FalseLosses {
+  const healthy = (section: NodeSection) => section.nodes.every((node) => !faulted.has(node));
+  return {
+    lost: sections.filter((s) => s.lostAt !== null && s.lostCode === 'ERR_LOCK_LOST' && healthy(s)),
+    refused: sections.filter((s) => s.lostAt === null && s.release === 'ERR_LOCK_NOT_HELD' && healthy(s)),
+    lostOnFaulted: sections.filter((s) => s.lostAt !== null && !healthy(s)).length,
+  };
+}
+
+/** An owner found in a lock hash on Redis (a field, or a value such as a read-write lock's `writer`). */
+export interface OwnerField {
+  readonly node: string;
+  readonly key: string;
+  /** The lock name (the key's hash tag). */
+  readonly name: string;
+  /** `<client id>:<hold id>`. */
+  readonly owner: string;
+  /** The key's PTTL when it was read: -1 when it has no expiry. */
+  readonly remainingMs: number;
+}
+
+/**
+ * Where a client may legitimately have left an owner field behind: a lease of `name` signalled lost,
+ * or whose release did not go through, at `at`. Its field lives a lease from then at most. (An
+ * acquire that failed excuses nothing: relock gives back whatever its attempt may have taken.)
+ */
+export interface Unclean {
+  readonly clientId: string;
+  readonly name: string;
+  readonly at: number;
+}
+
+/** An owner field's lease may end up to this much later than the event that excuses it predicts (timer and clock rounding). */
+export const PHANTOM_SLACK_MS = 50;
+
+/**
+ * Holds that no lease owns: owner fields still in Redis when read at `at` (with no lease alive, or
+ * with the leases in `live`, as `<client id> <name>`, alive), unless a lease of that client on that
+ * name ended uncleanly (`unclean`) recently enough that its lease, `leaseMs` from then, has not run
+ * out yet. A field whose client released every lease of the name cleanly is a
+ * phantom whatever its PTTL; so is one that outlives every excuse, or has no expiry.
+ */
+export function phantomHolds(
+  fields: readonly OwnerField[],
+  unclean: readonly Unclean[],
+  options: { readonly at: number; readonly leaseMs: number; readonly live?: ReadonlySet<string> },
+): OwnerField[] {
+  const excusedUntil = new Map<string, number>();
+  for (const u of unclean) {
+    const key = `${u.clientId} ${u.name}`;
+    excusedUntil.set(key, Math.max(excusedUntil.get(key) ?? Number.NEGATIVE_INFINITY, u.at + options.leaseMs));
+  }
+  return fields.filter((field) => {
+    const clientId = field.owner.slice(0, field.owner.indexOf(':'));
+    const key = `${clientId} ${field.name}`;
+    if (options.live?.has(key)) return false;
+    const until = excusedUntil.get(key);
+    if (until === undefined || field.remainingMs < 0) return true;
+    return options.at + field.remainingMs > until + PHANTOM_SLACK_MS;
+  });
+}

@@ -106,6 +106,9 @@ export type Summed = Pick<Result, 'durationMs'> & {
   readonly report: Pick<Report, 'acquisitions' | 'fifoJudged' | 'lostLeases' | 'longestWaitMs' | 'longestStallMs' | 'staleWrites'> & {
     readonly overlaps: { readonly length: number };
     readonly overtaken: { readonly length: number };
+    /** The node-fault runs (nodes.ts): holds lost on healthy nodes, and holds no lease owns. */
+    readonly falseLosses?: number;
+    readonly phantomHolds?: number;
   };
   readonly faults: { readonly length: number };
 };

@@ -36,6 +36,8 @@ describe('faults: total', (it) => {
       `longest wait ${Math.round(max((r) => r.report.longestWaitMs))} ms`,
       `longest stall after a fault ${Math.round(max((r) => r.report.longestStallMs))} ms`,
       `stale writes ${sum((r) => r.report.staleWrites)}`,
+      `false losses ${sum((r) => r.report.falseLosses ?? 0)}`,
+      `phantom holds ${sum((r) => r.report.phantomHolds ?? 0)}`,
       `${(sum((r) => r.durationMs) / 1000).toFixed(1)} s`,
       `(${kinds.join('; ')})`,
     ].join(', ');
