@@ -202,6 +202,10 @@ describe('faults: one Cluster master frozen, its connections killed mid-command'
     assert.equal(found, []);
   };
   for (const [name, run] of scenarios) {
+    // The kill scenario runs in full mode only (npm run test:faults, one fault file at a time): beside
+    // the other fault files of npm test on 2 cores its kills mostly land between commands (no probe
+    // ran twice, so the run proves nothing) and its 1 s leases miss renewals to CPU starvation.
+    if (MODE === 'short' && name.includes('killed')) continue;
     if (MODE === 'short') {
       // Every kind at once, on the same clients: one run per fault.
       it(`${name}: every kind: no overlap, no false loss, no phantom hold`, () => judged(name, run(KINDS)), 60_000);
