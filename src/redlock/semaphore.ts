@@ -166,11 +166,20 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
     return { kind: 'available', permits: limit - heldSlots(replies, limit, undefined, this.#slots.quorum).length };
   }
 
+  /**
+   * One flag per lease. A lease whose attempt is still out has no slots agreed yet: there is nothing
+   * to renew (its lease runs from its attempt), and a renewal of no slots, which every master
+   * refuses, would read as a loss once the attempt went through. It is not sent, and its flag is
+   * false: not held yet, so no loss (the watchdog renews it at its next tick).
+   */
   override async renew(leases: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
-    const flags = await this.#slots.renew(leases, leaseMs, (owner) => this.#agreed.get(owner) ?? '', silentMs(leaseMs));
+    const agreed = leases.map((lease) => this.#agreed.get(lease.owner));
+    const sent = leases.filter((_, i) => agreed[i] !== undefined);
+    const renewed = sent.length === 0 ? [] : await this.#slots.renew(sent, leaseMs, (owner) => this.#agreed.get(owner) ?? '', silentMs(leaseMs));
     // A lease that is gone is never renewed again: forget its slots.
-    flags.forEach((renewed, i) => renewed || (leases[i]!.held && this.#agreed.delete(leases[i]!.owner)));
-    return flags;
+    sent.forEach((lease, i) => renewed[i] || this.#agreed.delete(lease.owner));
+    let next = 0;
+    return agreed.map((slots) => slots !== undefined && renewed[next++] === true);
   }
 }
 
