@@ -97,11 +97,14 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
     );
   }
 
-  /** The release on every master, publishing (one unique message) on a majority (see Quorum.released). */
+  /**
+   * The release on every master, publishing (one unique message) on a majority (see Quorum.released),
+   * settled on every master that answers within the straggler bound (Quorum.settleAll).
+   */
   release(keys: LockKeys, owner: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome> {
     const message = this.message();
     const publishers = this.publishers();
-    return this.settle(
+    return this.settleAll(
       this.masters,
       ({ runner }, i) => runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, publishers[i]!, message]),
       this.released(`Lock "${lockName}" was not released`, lockName),
@@ -114,10 +117,13 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
   /**
    * Gives back, on every master (or those listed: where the attempt did not answer "busy"), whatever a
    * failed attempt took there (and whatever it may still take: the rollback follows the acquire on each
-   * connection). Publishes nothing (see rollback-1.lua).
+   * connection). Publishes nothing (see rollback-1.lua). Resolves once the give-back has settled
+   * (Quorum.undone, after the attempt's `replies`); never rejects.
    */
-  rollback(keys: LockKeys, owner: string, only?: readonly number[]): void {
-    for (const i of only ?? this.masters.keys()) this.masters[i]!.runner.run(rollback, [keys.lock], [owner]).catch(() => undefined);
+  rollback(keys: LockKeys, owner: string, replies: AcquireReplies, only?: readonly number[]): Promise<void> {
+    const undos: (Promise<boolean> | undefined)[] = this.masters.map(() => undefined);
+    for (const i of only ?? this.masters.keys()) undos[i] = this.masters[i]!.runner.run(rollback, [keys.lock], [owner]);
+    return this.undone(replies, undos);
   }
 
   /** One flag per hold: renewed on a majority (true), or not (false); see Quorum.renewed. */

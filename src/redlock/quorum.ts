@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { LockError } from '../errors.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { errorMessage, type ScriptRunner } from '../runtime/script.ts';
+import { settledWithin } from '../runtime/waits.ts';
 
 /** One master: its runner (EVALSHA/EVAL over its own connection) and its host:port. */
 export interface Master {
@@ -246,6 +247,47 @@ export class Quorum {
       failFast,
       timeoutMs,
     );
+  }
+
+  /**
+   * settle() for a write that must be settled on every master, not only decided (a release): once
+   * `decide` has decided, it still waits for each master that has not answered, unless known down,
+   * until the straggler cut (STRAGGLER_MS once a majority answered), or `timeoutMs`. So when a
+   * release resolves, every master that answers within the straggler bound has given the hold up
+   * (see docs/redlock.md#when-an-operation-settles).
+   */
+  settleAll<R, D>(masters: readonly Master[], call: (master: Master, index: number) => Promise<R>, decide: Decide<R, D>, timeoutMs?: number, failFast = true): Promise<D> {
+    let decided: D | undefined;
+    return this.settle(
+      masters,
+      call,
+      (replies, done) => {
+        decided ??= decide(replies, done);
+        if (decided === undefined) return undefined;
+        return done || replies.every((reply, i) => reply !== undefined || masters[i]!.down()) ? decided : undefined;
+      },
+      timeoutMs,
+      failFast,
+    );
+  }
+
+  /**
+   * Waits until the undo of a failed attempt has settled (see docs/redlock.md#when-an-operation-settles):
+   * `undos[i]` is what master i was sent to give back what the attempt took (undefined: nothing to give
+   * back), and `replies` what the masters had answered to the attempt when it was decided. A master that
+   * answered gets until its undo is answered (SILENT_MS at most: a master silent that long is taken for
+   * a partition); one that had not answered yet, and is not known down, STRAGGLER_MS (the straggler
+   * bound); one that failed (down, refused, cut off as a straggler), nothing: its undo lands on its own,
+   * after the attempt on the same connection. Never rejects.
+   */
+  async undone(replies: readonly (Reply<unknown> | undefined)[], undos: readonly (Promise<unknown> | undefined)[]): Promise<void> {
+    const waits = undos.flatMap((undo, i) => {
+      if (undo === undefined) return [];
+      const reply = replies[i];
+      const boundMs = reply?.ok ? SILENT_MS : reply === undefined && !this.masters[i]!.down() ? STRAGGLER_MS : undefined;
+      return boundMs === undefined ? [] : [settledWithin(undo, boundMs)];
+    });
+    await Promise.all(waits);
   }
 
   /**

@@ -25,6 +25,7 @@ const available = defineScript(lua.semAvailable, (reply) => reply as [number, ..
 const renew = defineScript(lua.semRenew, (reply) => (reply as number[]).map((flag) => flag === 1));
 
 const isOk = (reply: Reply<unknown>) => reply.ok;
+const noop = () => undefined;
 
 /** The limit a master keeps for the semaphore when it differs from the caller's (the first such reply), else undefined. */
 export function mismatchOf(replies: SlotReplies): number | undefined {
@@ -131,22 +132,23 @@ export class SlotCommands extends Quorum {
    * The give-back of what an attempt took, on one master at a time (all with one message, so that
    * subscribers count its copies), publishing (so that waiters wake) when `publish`. On each
    * connection it follows the acquire, so an acquire that lands late is given back too. Errors are
-   * nobody's: the lease ends there with its time.
+   * nobody's: the lease ends there with its time. Each call's promise settles when that master answered.
    */
-  giveBack(keys: SemaphoreKeys, owner: string, publish: boolean): (master: number) => void {
+  giveBack(keys: SemaphoreKeys, owner: string, publish: boolean): (master: number) => Promise<void> {
     const args = [owner, publish ? this.publish : '', this.message()];
-    return (i) => void this.masters[i]!.runner.run(release, [keys.sem, keys.leases, keys.channel], args).catch(() => undefined);
+    return (i) => this.masters[i]!.runner.run(release, [keys.sem, keys.leases, keys.channel], args).then(noop, noop);
   }
 
   /**
    * The release on every master (each one that held the lease publishes the same message). Released
    * when a majority released it, or when some did and too few can answer "gone"; gone when a majority
    * held nothing. A lease may live on a bare majority (the masters that agreed on its slots): after
-   * `timeoutMs`, one master that released it is enough, rather than waiting for a silent one.
+   * `timeoutMs`, one master that released it is enough, rather than waiting for a silent one. Settled
+   * on every master that answers within the straggler bound (Quorum.settleAll).
    */
   release(keys: SemaphoreKeys, owner: string, name: string, timeoutMs: number): Promise<ReleaseOutcome> {
     const args = [owner, this.publish, this.message()];
-    return this.settle(
+    return this.settleAll(
       this.masters,
       async ({ runner }): Promise<ReleaseOutcome> => ((await runner.run(release, [keys.sem, keys.leases, keys.channel], args)) >= 0 ? { kind: 'released', left: 0 } : { kind: 'gone' }),
       this.released(`Semaphore "${name}" was not released`, name),
