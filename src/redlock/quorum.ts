@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { LockError } from '../errors.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { errorMessage, type ScriptRunner } from '../runtime/script.ts';
-import { settledWithin } from '../runtime/waits.ts';
+import { noop, settledWithin } from '../runtime/waits.ts';
 
 /** One master: its runner (EVALSHA/EVAL over its own connection) and its host:port. */
 export interface Master {
@@ -285,6 +285,8 @@ export class Quorum {
       if (undo === undefined) return [];
       const reply = replies[i];
       const boundMs = reply?.ok ? SILENT_MS : reply === undefined && !this.masters[i]!.down() ? STRAGGLER_MS : undefined;
+      // An undo nobody waits for fails unheard: the lease ends there with its time.
+      if (boundMs === undefined) undo.catch(noop);
       return boundMs === undefined ? [] : [settledWithin(undo, boundMs)];
     });
     await Promise.all(waits);

@@ -4,6 +4,7 @@ import * as lua from '../generated/redlock.ts';
 import { toToken } from '../lock/commands.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
+import { noop } from '../runtime/waits.ts';
 import type { Renewable } from '../runtime/watchdog.ts';
 import { leasesOf, type SemaphoreKeys } from '../semaphore/keys.ts';
 import { answeredError, count, gather, noQuorum, pending, Quorum, type Master, type Reply } from './quorum.ts';
@@ -25,7 +26,6 @@ const available = defineScript(lua.semAvailable, (reply) => reply as [number, ..
 const renew = defineScript(lua.semRenew, (reply) => (reply as number[]).map((flag) => flag === 1));
 
 const isOk = (reply: Reply<unknown>) => reply.ok;
-const noop = () => undefined;
 
 /** The limit a master keeps for the semaphore when it differs from the caller's (the first such reply), else undefined. */
 export function mismatchOf(replies: SlotReplies): number | undefined {
