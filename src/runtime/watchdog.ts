@@ -211,6 +211,9 @@ export class Watchdog {
   }
 
   async #renewBatch(renewer: Renewer, batch: Renewable[], sentAt: number): Promise<void> {
+    // Only a hold held when its renewal was sent can be lost by it: on a Redlock client an acquire still
+    // out may be decided before this renewal's replies are in, and they tell nothing of that hold.
+    const heldAtSend = batch.map((hold) => hold.held);
     let renewed: boolean[];
     try {
       renewed = await renewer.renew(batch, this.#leaseMs);
@@ -227,7 +230,7 @@ export class Watchdog {
       if (renewed[i]) {
         hold.deadline = sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs);
         this.#wakeBy(this.#due(hold));
-      } else if (hold.held) {
+      } else if (heldAtSend[i] && hold.held) {
         this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));
       }
     });
