@@ -1,5 +1,6 @@
-// The quorum seam: one script or read on every master at once, settled by the majority as soon as the
-// replies decide it (a slow or unreachable minority never holds an operation up).
+// The quorum seam: one script or read on every master at once, decided by the majority as soon as the
+// replies decide it (a slow or unreachable minority holds an operation up for the straggler bound at
+// most), and the rule of when an operation settles (a failed attempt's undo, a release's write).
 import { randomUUID } from 'node:crypto';
 import { LockError } from '../errors.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
@@ -157,8 +158,9 @@ const STRAGGLER_MS = 50;
 
 /**
  * What the commands of every Redlock lock kind share: the masters and their majority, unique release
- * messages, the masters a release publishes on, the gate, and the majority's rules for the outcomes
- * every kind has (acquired, re-entered, released, renewed, force-released).
+ * messages, the masters a release publishes on, the gate, the majority's rules for the outcomes
+ * every kind has (acquired, re-entered, released, renewed, force-released), and when a failed
+ * attempt's undo and a release have settled (undone, settleAll).
  */
 export class Quorum {
   readonly masters: readonly Master[];
