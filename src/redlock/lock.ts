@@ -122,7 +122,7 @@ export class RedlockImpl extends LockBase<LockKeys> {
       result = await commands.acquire(keys, hold.owner, lease, runtime.fenceTtlMs, this.#shared.floor(), gate, timeoutMs);
     } catch (error) {
       watchdog.delete(hold);
-      await commands.rollback(keys, hold.owner, []);
+      await commands.rollback(keys, hold.owner, { replies: [], sent: [] });
       throw error;
     }
     if (result.gate) {
@@ -155,7 +155,7 @@ export class RedlockImpl extends LockBase<LockKeys> {
       const held = [...holders.values()].some((n) => n >= quorum);
       const mayHold = replies.flatMap((reply, i) => (reply?.ok && reply.value.kind === 'busy' ? [] : [i]));
       // Settled before the caller hears of it: a rejection leaves nothing behind on the masters that answer.
-      if (mayHold.length > 0) await commands.rollback(keys, hold.owner, replies, mayHold);
+      if (mayHold.length > 0) await commands.rollback(keys, hold.owner, result, mayHold);
       if (taken.length + busy.length < quorum) {
         throw answeredError(replies) ?? noQuorum(`Lock "${this.name}" was not acquired`, commands.masters, replies, this.name);
       }
@@ -168,7 +168,7 @@ export class RedlockImpl extends LockBase<LockKeys> {
       const confirmed = await commands.fenceUp(keys, hold.owner, token, Math.max(runtime.fenceTtlMs, lease), taken).catch(() => false);
       if (!confirmed) {
         watchdog.delete(hold);
-        await commands.rollback(keys, hold.owner, replies);
+        await commands.rollback(keys, hold.owner, result);
         return [{ kind: 'busy', retryMs: splitRetryMs() }, false];
       }
     }

@@ -274,6 +274,27 @@ export class Quorum {
   }
 
   /**
+   * Sends the undo of a failed attempt to the masters listed (all by default) and waits until it has
+   * settled (undone): at once where the master answered the attempt, else once it does (`sent[i]`, its
+   * call, settles either way). An undo sent while the attempt is out could overtake it: the attempt's
+   * EVALSHA answered NOSCRIPT and sent again as EVAL after an undo whose script the master had.
+   */
+  undoAfter(
+    replies: readonly (Reply<unknown> | undefined)[],
+    sent: readonly (Promise<unknown> | undefined)[],
+    undo: (master: Master) => Promise<unknown>,
+    only?: readonly number[],
+  ): Promise<void> {
+    const undos: (Promise<unknown> | undefined)[] = this.masters.map(() => undefined);
+    for (const i of only ?? this.masters.keys()) {
+      const master = this.masters[i]!;
+      const out = replies[i] === undefined ? sent[i] : undefined;
+      undos[i] = out ? out.then(() => undo(master), () => undo(master)) : undo(master);
+    }
+    return this.undone(replies, undos);
+  }
+
+  /**
    * Waits until the undo of a failed attempt has settled (see docs/redlock.md#when-an-operation-settles):
    * `undos[i]` is what master i was sent to give back what the attempt took (undefined: nothing to give
    * back), and `replies` what the masters had answered to the attempt when it was decided. A master that

@@ -7,12 +7,14 @@
 // empty. The masters' script caches are flushed first, as on new servers (the peers' tests run on
 // new ones): an undo then takes two round trips (NOSCRIPT, then EVAL), and one sent after the
 // decision reaches the master after the test's own read. For releases, one master holds writes for
-// 10 ms (CLIENT PAUSE WRITE: a fifth of the straggler bound), so its release lands after the
+// 5 ms (CLIENT PAUSE WRITE: a tenth of the straggler bound), so its release lands after the
 // majority's replies while it still answers the test's reads.
 import type { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
+import * as redlockLua from '../../../src/generated/redlock.ts';
 import { LockTimeoutError } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
+import { sleep } from '../../helpers/fixture.ts';
 import { lockKey, setupMasters } from './masters.ts';
 
 /** Redis TIME of a master in milliseconds. */
@@ -104,6 +106,29 @@ describe('Redlock: an acquire that fails settles after its undo (3 masters)', (i
     }
   });
 
+  it('rejects lock.acquire({ waitMs: 0 }) and gives null from writeLock().tryAcquire() once the free master holds nothing, also when it has the undo\'s script cached and not the attempt\'s', async () => {
+    // The attempt's EVALSHA is answered NOSCRIPT and sent again as EVAL: an undo sent meanwhile (the
+    // majority decided before the free master answered) would run first, and the attempt after it.
+    const client = m.client();
+    await (await client.lock(uniqueName('warm')).acquire()).release();
+    for (let round = 0; round < 3; round++) {
+      const name = uniqueName('settle');
+      await foreignLock(m.admins[0]!, name);
+      await foreignLock(m.admins[1]!, name);
+      await fresh();
+      await m.admins[2]!.script('LOAD', redlockLua.rollback.source);
+      assert.instance(await rejects(client.lock(name).acquire({ waitMs: 0 })), LockTimeoutError);
+      assert.equal(await settledOn(m.admins[2]!, name, `${lockKey(name)}:fence`), settledFree, `round ${round}, lock: on the free master`);
+      const rw = uniqueName('settle');
+      await foreignWriter(m.admins[0]!, rw);
+      await foreignWriter(m.admins[1]!, rw);
+      await fresh();
+      await m.admins[2]!.script('LOAD', redlockLua.rwRollback.source);
+      assert.is(await client.readWriteLock(rw).writeLock().tryAcquire(), null);
+      assert.equal(await settledOn(m.admins[2]!, rw, `${rwHash(rw)}:fence`), settledFree, `round ${round}, read-write lock: on the free master`);
+    }
+  });
+
   it('gives null from writeLock().tryAcquire() and readLock().tryAcquire() written elsewhere on two masters once the free one holds nothing', async () => {
     const client = m.client();
     await (await client.lock(uniqueName('warm')).acquire()).release();
@@ -141,13 +166,14 @@ describe('Redlock: a release settles once every master that answers within the s
   /** An acquire settles at a majority: the last master's copy may land a moment later. */
   const onEvery = (name: string, key: string) => eventually(async () => (await Promise.all(m.admins.map((admin) => admin.exists(key)))).every((n) => n === 1), `${name} on every master`, 2_000);
   /**
-   * Master 2 holds every write (scripts included) for 10 ms, a fifth of the straggler bound, and
+   * Master 2 holds every write (scripts included) for 5 ms, a tenth of the straggler bound, and
    * still answers reads: its copy of the release lands after the majority's replies. (Its hz is
    * raised in before(): a pause ends at the server's next tick, 100 ms apart at the default hz.)
    */
-  const slowWrites = () => m.admins[2]!.client('PAUSE', '10', 'WRITE');
+  const slowWrites = () => m.admins[2]!.client('PAUSE', '5', 'WRITE');
   it.before(async () => {
     await m.admins[2]!.config('SET', 'hz', '500');
+    await sleep(200); // the tick already scheduled at the old hz
   });
 
   it('leaves every master empty at once when lock lease.release() resolves', async () => {
