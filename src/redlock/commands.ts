@@ -21,6 +21,8 @@ export type AcquireReplies = readonly (Reply<MasterAcquire> | undefined)[];
 /** An acquire's replies, or (asked at a gate first) the gate's "held" and nothing else sent. */
 export interface AcquireResult {
   readonly replies: AcquireReplies;
+  /** Each master's call (undefined where none was sent), also those still out when it was decided: the undo follows them. */
+  readonly sent: readonly (Promise<MasterAcquire> | undefined)[];
   readonly gate?: { readonly pttlMs: number; readonly holder: string };
 }
 
@@ -60,18 +62,19 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
         new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), GATE_WAIT_MS))),
       ]);
       clearTimeout(timer);
-      if (reply?.kind === 'busy') return { replies: [], gate: reply };
+      if (reply?.kind === 'busy') return { replies: [], sent: [], gate: reply };
     }
+    const sent: (Promise<MasterAcquire> | undefined)[] = this.masters.map(() => undefined);
     const replies = await this.settle(
       this.masters,
-      (master, i) => (i === gate ? first! : on(master)),
+      (master, i) => (sent[i] = i === gate ? first! : on(master)),
       (replies, done) => {
         const taken = count(replies, (reply) => reply.ok && reply.value.kind === 'acquired');
         return done || this.acquireDecided(replies, taken) ? replies.slice() : undefined;
       },
       timeoutMs,
     );
-    return { replies };
+    return { replies, sent };
   }
 
   /** Raises the fence to `token` on the masters given (those that took the lock): true once a majority of all masters confirmed it. */
@@ -88,11 +91,14 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
     );
   }
 
-  /** The release on every master, publishing (one unique message) on a majority (see Quorum.released). */
+  /**
+   * The release on every master, publishing (one unique message) on a majority (see Quorum.released),
+   * settled on every master that answers within the straggler bound (Quorum.settleAll).
+   */
   release(keys: LockKeys, owner: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome> {
     const message = this.message();
     const publishers = this.publishers();
-    return this.settle(
+    return this.settleAll(
       this.masters,
       ({ runner }, i) => runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, publishers[i]!, message]),
       this.released(`Lock "${lockName}" was not released`, lockName),
@@ -104,11 +110,12 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
 
   /**
    * Gives back, on every master (or those listed: where the attempt did not answer "busy"), whatever a
-   * failed attempt took there (and whatever it may still take: the rollback follows the acquire on each
-   * connection). Publishes nothing (see rollback-1.lua).
+   * failed attempt took there (and whatever it may still take: on a master that has not answered the
+   * acquire, the rollback is sent once it has: `attempt.sent`). Publishes nothing (see rollback-1.lua).
+   * Resolves once the give-back has settled (Quorum.undoAfter); never rejects.
    */
-  rollback(keys: LockKeys, owner: string, only?: readonly number[]): void {
-    for (const i of only ?? this.masters.keys()) this.masters[i]!.runner.run(rollback, [keys.lock], [owner]).catch(() => undefined);
+  rollback(keys: LockKeys, owner: string, attempt: Pick<AcquireResult, 'replies' | 'sent'>, only?: readonly number[]): Promise<void> {
+    return this.undoAfter(attempt.replies, attempt.sent, ({ runner }) => runner.run(rollback, [keys.lock], [owner]), only);
   }
 
   /** One flag per hold: renewed on a majority (true), or not (false); see Quorum.renewed. */

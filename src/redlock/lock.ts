@@ -122,7 +122,7 @@ export class RedlockImpl extends LockBase<LockKeys> {
       result = await commands.acquire(keys, hold.owner, lease, runtime.fenceTtlMs, this.#shared.floor(), gate, timeoutMs);
     } catch (error) {
       watchdog.delete(hold);
-      commands.rollback(keys, hold.owner);
+      await commands.rollback(keys, hold.owner, { replies: [], sent: [] });
       throw error;
     }
     if (result.gate) {
@@ -154,7 +154,8 @@ export class RedlockImpl extends LockBase<LockKeys> {
       // random milliseconds, out of step.
       const held = [...holders.values()].some((n) => n >= quorum);
       const mayHold = replies.flatMap((reply, i) => (reply?.ok && reply.value.kind === 'busy' ? [] : [i]));
-      if (mayHold.length > 0) commands.rollback(keys, hold.owner, mayHold);
+      // Settled before the caller hears of it: a rejection leaves nothing behind on the masters that answer.
+      if (mayHold.length > 0) await commands.rollback(keys, hold.owner, result, mayHold);
       if (taken.length + busy.length < quorum) {
         throw answeredError(replies) ?? noQuorum(`Lock "${this.name}" was not acquired`, commands.masters, replies, this.name);
       }
@@ -167,14 +168,14 @@ export class RedlockImpl extends LockBase<LockKeys> {
       const confirmed = await commands.fenceUp(keys, hold.owner, token, Math.max(runtime.fenceTtlMs, lease), taken).catch(() => false);
       if (!confirmed) {
         watchdog.delete(hold);
-        commands.rollback(keys, hold.owner);
+        await commands.rollback(keys, hold.owner, result);
         return [{ kind: 'busy', retryMs: splitRetryMs() }, false];
       }
     }
     hold.acquired(token, sentAt, lease);
     // Validity: lease − elapsed − drift (the hold's deadline has the larger of drift and marginMs).
     if (watchdog.clock.now() >= hold.deadline) {
-      hold.giveBack().catch(() => undefined);
+      await hold.giveBack().catch(() => undefined);
       return [{ kind: 'late' }, false];
     }
     return [{ kind: 'acquired', value: new LeaseImpl(hold, 1, 'lock', runtime.clientId, runtime.closed) }, false];

@@ -1,9 +1,11 @@
-// The quorum seam: one script or read on every master at once, settled by the majority as soon as the
-// replies decide it (a slow or unreachable minority never holds an operation up).
+// The quorum seam: one script or read on every master at once, decided by the majority as soon as the
+// replies decide it (a slow or unreachable minority holds an operation up for the straggler bound at
+// most), and the rule of when an operation settles (a failed attempt's undo, a release's write).
 import { randomUUID } from 'node:crypto';
 import { LockError } from '../errors.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { errorMessage, type ScriptRunner } from '../runtime/script.ts';
+import { noop, settledWithin } from '../runtime/waits.ts';
 
 /** One master: its runner (EVALSHA/EVAL over its own connection) and its host:port. */
 export interface Master {
@@ -156,8 +158,9 @@ const STRAGGLER_MS = 50;
 
 /**
  * What the commands of every Redlock lock kind share: the masters and their majority, unique release
- * messages, the masters a release publishes on, the gate, and the majority's rules for the outcomes
- * every kind has (acquired, re-entered, released, renewed, force-released).
+ * messages, the masters a release publishes on, the gate, the majority's rules for the outcomes
+ * every kind has (acquired, re-entered, released, renewed, force-released), and when a failed
+ * attempt's undo and a release have settled (undone, settleAll).
  */
 export class Quorum {
   readonly masters: readonly Master[];
@@ -246,6 +249,70 @@ export class Quorum {
       failFast,
       timeoutMs,
     );
+  }
+
+  /**
+   * settle() for a write that must be settled on every master, not only decided (a release): once
+   * `decide` has decided, it still waits for each master that has not answered, unless known down,
+   * until the straggler cut (STRAGGLER_MS once a majority answered), or `timeoutMs`. So when a
+   * release resolves, every master that answers within the straggler bound has given the hold up
+   * (see docs/redlock.md#when-an-operation-settles).
+   */
+  settleAll<R, D>(masters: readonly Master[], call: (master: Master, index: number) => Promise<R>, decide: Decide<R, D>, timeoutMs?: number, failFast = true): Promise<D> {
+    let decided: D | undefined;
+    return this.settle(
+      masters,
+      call,
+      (replies, done) => {
+        decided ??= decide(replies, done);
+        if (decided === undefined) return undefined;
+        return done || replies.every((reply, i) => reply !== undefined || masters[i]!.down()) ? decided : undefined;
+      },
+      timeoutMs,
+      failFast,
+    );
+  }
+
+  /**
+   * Sends the undo of a failed attempt to the masters listed (all by default) and waits until it has
+   * settled (undone): at once where the master answered the attempt, else once it does (`sent[i]`, its
+   * call, settles either way). An undo sent while the attempt is out could overtake it: the attempt's
+   * EVALSHA answered NOSCRIPT and sent again as EVAL after an undo whose script the master had.
+   */
+  undoAfter(
+    replies: readonly (Reply<unknown> | undefined)[],
+    sent: readonly (Promise<unknown> | undefined)[],
+    undo: (master: Master) => Promise<unknown>,
+    only?: readonly number[],
+  ): Promise<void> {
+    const undos: (Promise<unknown> | undefined)[] = this.masters.map(() => undefined);
+    for (const i of only ?? this.masters.keys()) {
+      const master = this.masters[i]!;
+      const out = replies[i] === undefined ? sent[i] : undefined;
+      undos[i] = out ? out.then(() => undo(master), () => undo(master)) : undo(master);
+    }
+    return this.undone(replies, undos);
+  }
+
+  /**
+   * Waits until the undo of a failed attempt has settled (see docs/redlock.md#when-an-operation-settles):
+   * `undos[i]` is what master i was sent to give back what the attempt took (undefined: nothing to give
+   * back), and `replies` what the masters had answered to the attempt when it was decided. A master that
+   * answered gets until its undo is answered (SILENT_MS at most: a master silent that long is taken for
+   * a partition); one that had not answered yet, and is not known down, STRAGGLER_MS (the straggler
+   * bound); one that failed (down, refused, cut off as a straggler), nothing: its undo lands on its own,
+   * after the attempt on the same connection. Never rejects.
+   */
+  async undone(replies: readonly (Reply<unknown> | undefined)[], undos: readonly (Promise<unknown> | undefined)[]): Promise<void> {
+    const waits = undos.flatMap((undo, i) => {
+      if (undo === undefined) return [];
+      const reply = replies[i];
+      const boundMs = reply?.ok ? SILENT_MS : reply === undefined && !this.masters[i]!.down() ? STRAGGLER_MS : undefined;
+      // An undo nobody waits for fails unheard: the lease ends there with its time.
+      if (boundMs === undefined) undo.catch(noop);
+      return boundMs === undefined ? [] : [settledWithin(undo, boundMs)];
+    });
+    await Promise.all(waits);
   }
 
   /**

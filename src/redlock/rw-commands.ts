@@ -17,7 +17,6 @@ type Inspected = { readonly locked: boolean; readonly ttlMs: number; readonly co
 
 const fenceUp = defineScript(redlockLua.rwFenceUp, (reply) => reply === 1);
 const rollback = defineScript(redlockLua.rwRollback, (reply) => reply === 1);
-const noop = () => undefined;
 
 /** A reply's value when the master answered, else undefined. */
 const valueOf = <R>(reply: Reply<R> | undefined): R | undefined => (reply?.ok ? reply.value : undefined);
@@ -61,14 +60,17 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
    */
   async #acquire(k: RwLockKeys, member: string, leaseMs: number, fenceTtlMs: number, waitId: string, lockName: string, run: (master: Master) => Promise<unknown>): Promise<RwAcquireOutcome> {
     const { quorum } = this;
+    // Each master's call, also those still out when it was decided: the rollback follows them.
+    const sent: Promise<MasterAcquire>[] = [];
     const replies = await this.settle(
       this.masters,
-      async (master): Promise<MasterAcquire> => {
-        const reply = await run(master);
-        const outcome = decodeAcquire(reply, k.fence);
-        if (outcome.kind === 'acquired') return outcome;
-        return { ...outcome, holder: String((reply as unknown[]).at(-1)) };
-      },
+      (master, i) =>
+        (sent[i] = (async (): Promise<MasterAcquire> => {
+          const reply = await run(master);
+          const outcome = decodeAcquire(reply, k.fence);
+          if (outcome.kind === 'acquired') return outcome;
+          return { ...outcome, holder: String((reply as unknown[]).at(-1)) };
+        })()),
       (replies, done) => {
         const taken = count(replies, (reply) => reply.ok && reply.value.kind === 'acquired');
         return done || this.acquireDecided(replies, taken) ? replies.slice() : undefined;
@@ -86,9 +88,9 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
       } else if (value) refusals.push(value);
     });
     if (taken.length < quorum) {
-      // Given back wherever it was not refused: taken, failed, or not answered yet (the rollback
-      // follows the acquire on each connection).
-      this.#rollback(k, member, replies.flatMap((reply, i) => (valueOf(reply)?.kind === 'busy' ? [] : [i])));
+      // Given back wherever it was not refused: taken, failed, or not answered yet (once it answers),
+      // settled before the caller hears of it.
+      await this.#rollback(k, member, replies, sent, replies.flatMap((reply, i) => (valueOf(reply)?.kind === 'busy' ? [] : [i])));
       if (taken.length + refusals.length < quorum) throw answeredError(replies) ?? noQuorum(`Lock "${lockName}" was not acquired`, this.masters, replies, lockName);
       return refused(refusals, quorum - taken.length, quorum);
     }
@@ -96,7 +98,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     // out; when a majority proposed that very value, their acquire wrote it already.
     const token = Math.max(...tokens);
     if (tokens.filter((t) => t === token).length < quorum && !(await this.#fenceUp(k, member, token, Math.max(fenceTtlMs, leaseMs), taken, leaseMs - driftMs(leaseMs)))) {
-      this.#rollback(k, member);
+      await this.#rollback(k, member, replies, sent);
       return { kind: 'busy', hintMs: splitRetryMs(), intent: false };
     }
     if (taken.length < this.masters.length) void this.leave(k, waitId);
@@ -108,9 +110,13 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     return this.confirmed(indexes, ({ runner }) => runner.run(fenceUp, [k.hash, k.leases, k.fence], [member, token, fenceTtlMs]), timeoutMs);
   }
 
-  /** Gives back a failed attempt's hold on every master (or those listed). Publishes nothing (see rw-rollback-2.lua). */
-  #rollback(k: RwLockKeys, member: string, only?: readonly number[]): void {
-    for (const i of only ?? this.masters.keys()) this.masters[i]!.runner.run(rollback, [k.hash, k.leases], [member]).catch(noop);
+  /**
+   * Gives back a failed attempt's hold on every master (or those listed), each once it answered the
+   * attempt (`sent`). Publishes nothing (see rw-rollback-2.lua). Resolves once the give-back has
+   * settled (Quorum.undoAfter); never rejects.
+   */
+  #rollback(k: RwLockKeys, member: string, replies: readonly (Reply<unknown> | undefined)[], sent: readonly Promise<unknown>[], only?: readonly number[]): Promise<void> {
+    return this.undoAfter(replies, sent, ({ runner }) => runner.run(rollback, [k.hash, k.leases], [member]), only);
   }
 
   /** Re-entry on every master: entered where a majority still holds it, gone where a majority cannot. */
@@ -122,12 +128,15 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     );
   }
 
-  /** The release on every master, publishing (one unique message) on a majority (see Quorum.released). */
+  /**
+   * The release on every master, publishing (one unique message) on a majority (see Quorum.released),
+   * settled on every master that answers within the straggler bound (Quorum.settleAll).
+   */
   release(k: RwLockKeys, member: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome> {
     const message = this.message();
     const publishers = this.publishers();
     const keys = [k.hash, k.leases, k.waiting, k.batch, k.toReaders, k.toWriters, k.intents];
-    return this.settle(
+    return this.settleAll(
       this.masters,
       ({ runner }, i) => runner.run(rwScripts.release, keys, [member, believed, whole ? 1 : 0, publishers[i]!, this.settings.batchMs, message]),
       this.released(`Lock "${lockName}" was not released`, lockName),

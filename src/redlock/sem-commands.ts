@@ -4,6 +4,7 @@ import * as lua from '../generated/redlock.ts';
 import { toToken } from '../lock/commands.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
+import { noop } from '../runtime/waits.ts';
 import type { Renewable } from '../runtime/watchdog.ts';
 import { leasesOf, type SemaphoreKeys } from '../semaphore/keys.ts';
 import { answeredError, count, gather, noQuorum, pending, Quorum, type Master, type Reply } from './quorum.ts';
@@ -131,22 +132,23 @@ export class SlotCommands extends Quorum {
    * The give-back of what an attempt took, on one master at a time (all with one message, so that
    * subscribers count its copies), publishing (so that waiters wake) when `publish`. On each
    * connection it follows the acquire, so an acquire that lands late is given back too. Errors are
-   * nobody's: the lease ends there with its time.
+   * nobody's: the lease ends there with its time. Each call's promise settles when that master answered.
    */
-  giveBack(keys: SemaphoreKeys, owner: string, publish: boolean): (master: number) => void {
+  giveBack(keys: SemaphoreKeys, owner: string, publish: boolean): (master: number) => Promise<void> {
     const args = [owner, publish ? this.publish : '', this.message()];
-    return (i) => void this.masters[i]!.runner.run(release, [keys.sem, keys.leases, keys.channel], args).catch(() => undefined);
+    return (i) => this.masters[i]!.runner.run(release, [keys.sem, keys.leases, keys.channel], args).then(noop, noop);
   }
 
   /**
    * The release on every master (each one that held the lease publishes the same message). Released
    * when a majority released it, or when some did and too few can answer "gone"; gone when a majority
    * held nothing. A lease may live on a bare majority (the masters that agreed on its slots): after
-   * `timeoutMs`, one master that released it is enough, rather than waiting for a silent one.
+   * `timeoutMs`, one master that released it is enough, rather than waiting for a silent one. Settled
+   * on every master that answers within the straggler bound (Quorum.settleAll).
    */
   release(keys: SemaphoreKeys, owner: string, name: string, timeoutMs: number): Promise<ReleaseOutcome> {
     const args = [owner, this.publish, this.message()];
-    return this.settle(
+    return this.settleAll(
       this.masters,
       async ({ runner }): Promise<ReleaseOutcome> => ((await runner.run(release, [keys.sem, keys.leases, keys.channel], args)) >= 0 ? { kind: 'released', left: 0 } : { kind: 'gone' }),
       this.released(`Semaphore "${name}" was not released`, name),

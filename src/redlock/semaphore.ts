@@ -47,7 +47,8 @@ function candidates(permits: number, limit: number): number[] {
 /**
  * Gives back what an attempt took on every master where it may hold slots it does not keep: at once
  * where the reply is in (but where it took none), else once the master answers, when it took slots
- * it does not keep or failed (no answer is not "not taken").
+ * it does not keep or failed (no answer is not "not taken"). Resolves once the give-back has settled
+ * (Quorum.undone); never rejects.
  */
 function giveBackWhere(
   slots: SlotCommands,
@@ -57,20 +58,20 @@ function giveBackWhere(
   sent: readonly (Promise<MasterSlots> | undefined)[],
   publish: boolean,
   keeps: (taken: string) => boolean,
-): void {
+): Promise<void> {
   const back = slots.giveBack(keys, owner, publish);
   const settle = (i: number, reply: Reply<MasterSlots>) => {
     const taken = takenBy(reply, owner);
-    if (!reply.ok || (taken !== undefined && !keeps(taken))) back(i);
+    return !reply.ok || (taken !== undefined && !keeps(taken)) ? back(i) : undefined;
   };
-  replies.forEach((reply, i) => {
-    if (reply !== undefined) settle(i, reply);
-    else
-      void sent[i]?.then(
-        (value) => settle(i, { ok: true, value }),
-        (error: unknown) => settle(i, { ok: false, error }),
-      );
+  const undos = replies.map((reply, i) => {
+    if (reply !== undefined) return settle(i, reply);
+    return sent[i]?.then(
+      (value) => settle(i, { ok: true, value }),
+      (error: unknown) => settle(i, { ok: false, error }),
+    );
   });
+  return slots.undone(replies, undos);
 }
 
 /**
@@ -110,7 +111,8 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
       // semaphore full: a split tells it of the give-back (a full one does not: it would wake
       // itself, and find the same again).
       const seen = heldSlots(replies, limit, undefined, quorum).length > heldSlots(replies, limit, owner, quorum).length;
-      giveBackWhere(slots, keys, owner, replies, sent, seen && !retry.full, () => false);
+      // Settled before the caller hears of it: a rejection leaves nothing behind on the masters that answer.
+      await giveBackWhere(slots, keys, owner, replies, sent, seen && !retry.full, () => false);
       if (mismatch !== undefined) return { kind: 'mismatch', limit: mismatch };
       if (count(replies, (reply) => reply.ok) < quorum) {
         const name = nameOf(keys);
@@ -119,7 +121,8 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
       return { kind: 'busy', retryMs: retry.ms };
     }
     // Held: the masters that took other slots give them back. A late master that agrees keeps them.
-    giveBackWhere(slots, keys, owner, replies, sent, false, (taken) => taken === won.slots);
+    // (Not waited for: the acquire is decided, and what a minority gives back is no part of the lease.)
+    void giveBackWhere(slots, keys, owner, replies, sent, false, (taken) => taken === won.slots);
     // The token: the largest of the majority's proposals, confirmed on a majority before the lease
     // is handed out (the Redlock lock's rule, docs/guarantees.md); a majority that proposed that very
     // value wrote it already.
@@ -130,7 +133,7 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
       const confirmed = await this.#shared.commands.fenceUp(fenceKeys, owner, token, Math.max(fenceTtlMs, leaseMs), won.masters).catch(() => false);
       if (!confirmed) {
         const back = slots.giveBack(keys, owner, true);
-        for (const i of slots.masters.keys()) back(i);
+        await slots.undone(replies, [...slots.masters.keys()].map(back));
         return { kind: 'busy', retryMs: splitRetryMs() - 1 };
       }
     }
@@ -166,11 +169,20 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
     return { kind: 'available', permits: limit - heldSlots(replies, limit, undefined, this.#slots.quorum).length };
   }
 
+  /**
+   * One flag per lease. A lease whose attempt is still out has no slots agreed yet: there is nothing
+   * to renew (its lease runs from its attempt), and a renewal of no slots, which every master
+   * refuses, would read as a loss once the attempt went through. It is not sent, and its flag is
+   * false: not held yet, so no loss (the watchdog renews it at its next tick).
+   */
   override async renew(leases: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
-    const flags = await this.#slots.renew(leases, leaseMs, (owner) => this.#agreed.get(owner) ?? '', silentMs(leaseMs));
+    const agreed = leases.map((lease) => this.#agreed.get(lease.owner));
+    const sent = leases.filter((_, i) => agreed[i] !== undefined);
+    const renewed = sent.length === 0 ? [] : await this.#slots.renew(sent, leaseMs, (owner) => this.#agreed.get(owner) ?? '', silentMs(leaseMs));
     // A lease that is gone is never renewed again: forget its slots.
-    flags.forEach((renewed, i) => renewed || (leases[i]!.held && this.#agreed.delete(leases[i]!.owner)));
-    return flags;
+    sent.forEach((lease, i) => renewed[i] || this.#agreed.delete(lease.owner));
+    let next = 0;
+    return agreed.map((slots) => slots !== undefined && renewed[next++] === true);
   }
 }
 

@@ -267,6 +267,9 @@ export class Watchdog {
         }),
       );
     }, boundMs);
+    // Only a hold held when its renewal was sent can be lost by it: on a Redlock client an acquire still
+    // out may be decided before this renewal's replies are in, and they tell nothing of that hold.
+    const heldAtSend = batch.map((hold) => hold.held);
     let renewal: Promise<boolean[]>;
     try {
       renewal = renewer.renew(batch, this.#leaseMs);
@@ -275,7 +278,7 @@ export class Watchdog {
     }
     renewal.then(
       (renewed) => {
-        this.#renewed(batch, renewed, sentAt);
+        this.#renewed(batch, renewed, heldAtSend, sentAt);
         this.#settle(call);
       },
       (error: unknown) => {
@@ -296,7 +299,7 @@ export class Watchdog {
   }
 
   /** Applies a batch's answer: a new deadline where renewed, a loss where the hold was found gone. */
-  #renewed(batch: readonly Renewable[], renewed: readonly boolean[], sentAt: number): void {
+  #renewed(batch: readonly Renewable[], renewed: readonly boolean[], heldAtSend: readonly boolean[], sentAt: number): void {
     if (diagnostics.renew.hasSubscribers) {
       diagnostics.renew.publish({ clientId: this.#clientId, names: batch.filter((_, i) => renewed[i]).map((hold) => hold.name) } satisfies RenewMessage);
     }
@@ -306,7 +309,7 @@ export class Watchdog {
         // Never earlier: an answer past its bound may land after a later call's.
         hold.deadline = Math.max(hold.deadline, sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs));
         this.#wakeBy(this.#due(hold));
-      } else if (hold.held) {
+      } else if (heldAtSend[i] && hold.held) {
         this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));
       }
     });

@@ -134,8 +134,9 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
     hold.acquired(outcome.token, sentAt, lease);
     await hold.replicated();
     if (watchdog.clock.now() >= hold.deadline) {
-      // The reply came so late that the lease it began may be over already: never hand out a lost lease.
-      hold.giveBack().catch(noop);
+      // The reply came so late that the lease it began may be over already: never hand out a lost lease
+      // (and give it back before trying again: an acquire that ends here leaves nothing behind).
+      await hold.giveBack().catch(noop);
       return { kind: 'late' };
     }
     return { kind: 'acquired', value: new LeaseImpl(hold, 1, side === 'r' ? 'read-lock' : 'write-lock', runtime.clientId, runtime.closed) };

@@ -181,6 +181,28 @@ describe('Watchdog renewal', (it) => {
     assert.is(hold.losses.length, 0, 'not held: no loss');
   });
 
+  it('loses nothing by a renewal sent before the acquire went through, even when the acquire goes through before its answer', async () => {
+    // A Redlock acquire is decided by a majority: the renewal sent while it was out (which a master
+    // may have seen before the acquire) can be answered after the decision.
+    const { clock, watchdog } = setup(300);
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    watchdog.add(hold); // the acquire is out
+    await clock.advanceAsync(100);
+    assert.equal(
+      renewer.calls.map((call) => call.names),
+      [['a']],
+    );
+    acquireHold(watchdog, hold, 1_050, 300); // the majority decided: held
+    renewer.calls[0]!.resolve([false]);
+    await flush();
+    assert.is(hold.losses.length, 0, 'the renewal told nothing of the hold it became');
+    await clock.advanceAsync(100);
+    renewer.calls[1]!.resolve([false]); // sent while held: this one is a loss
+    await flush();
+    assert.is(hold.losses.length, 1);
+  });
+
   it('sends one renewal at a time: a period while one hangs sends nothing more', async () => {
     const { clock, watchdog } = setup(300);
     const renewer = new FakeRenewer(500, clock);

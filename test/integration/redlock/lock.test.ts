@@ -166,6 +166,48 @@ describe('Redlock: new LockClient({ redis: [a, b, c] })', (it) => {
     await lease.release();
   });
 
+  it('signals no loss for a fresh hold that a watchdog tick renewed while its acquire was at the gate: two clients contending for 3 s', async () => {
+    // A waiter's acquire asks the gate master first: a renewal sent meanwhile reaches the other
+    // masters before the acquire, finds nothing there, and may be answered after the majority took
+    // the lock. Each client keeps a lease of another lock, so its watchdog ticks every 100 ms (a third
+    // of the lease) whatever the loop does.
+    const clients = [m.client({ leaseMs: 300 }), m.client({ leaseMs: 300 })];
+    const ids = new Set(clients.map((client) => client.id));
+    const keepers = await Promise.all(clients.map((client) => client.lock(uniqueName('keeper')).acquire({ waitMs: 5_000 })));
+    const name = uniqueName('rl');
+    let lost = 0;
+    let rounds = 0;
+    // Losses that a renewal's answer signalled (not renewed on a majority); a lease that a loaded
+    // machine could not renew before its deadline is another loss, not counted here.
+    const onLost = (message: unknown) => {
+      const { clientId, error } = message as { clientId: string; error: Error };
+      if (ids.has(clientId) && /expired or was force-unlocked while held/.test(error.message)) lost++;
+    };
+    diagnostics_channel.subscribe('relock:lost', onLost);
+    try {
+      const until = performance.now() + 3_000;
+      await Promise.all(
+        clients.map(async (client) => {
+          while (performance.now() < until) {
+            const lease = await client.lock(name).acquire({ waitMs: 5_000 });
+            // Held a moment: the replies of a renewal sent during its attempt land while it is held.
+            await sleep(1);
+            // A lease lost meanwhile (whatever the cause) may be gone when released.
+            await lease.release().catch((error: unknown) => {
+              if (!lease.signal.aborted) throw error;
+            });
+            rounds++;
+          }
+        }),
+      );
+    } finally {
+      diagnostics_channel.unsubscribe('relock:lost', onLost);
+    }
+    assert.is(lost, 0, `${lost} LockLostError in ${rounds} acquisitions`);
+    assert.ok(rounds >= 20, `${rounds} acquisitions: the loops ran`);
+    for (const keeper of keepers) await keeper.release();
+  }, 20_000);
+
   it('aborts lease.signal with LockLostError when a majority of masters no longer holds it, not for a minority', async () => {
     const client = m.client({ leaseMs: 300 });
     const lease = await client.lock(uniqueName('rl')).acquire();
