@@ -247,7 +247,7 @@ describe('LockClient#fairLock liveness', (it) => {
       await sleep(40);
       const releasing = holder;
       await releasing.release();
-      holder = await within(waits.shift()!, 1_000, `the head of the queue at turn ${turn}`);
+      holder = await within(waits.shift()!, 2_000, `the head of the queue at turn ${turn}`);
       assert.ok(holder.fencingToken > releasing.fencingToken);
       const askedAt = performance.now();
       waits.push(join(clients[turn % 3]!));
@@ -258,7 +258,7 @@ describe('LockClient#fairLock liveness', (it) => {
       assert.ok(queueMs >= leastMs && deadlinesMs >= leastMs, `after the join of turn ${turn}, the queue keys have ${queueMs} and ${deadlinesMs} ms left (at least ${Math.round(leastMs)})`);
     }
     await holder.release();
-    for (const wait of waits) await (await within(wait, 1_000, 'the last waiters')).release();
+    for (const wait of waits) await (await within(wait, 2_000, 'the last waiters')).release();
     assert.equal(await keysLeft(s.f.admin, name), []);
   });
 
