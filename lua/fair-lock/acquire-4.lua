@@ -17,7 +17,8 @@
             hold its token goes to)
     ARGV[5] queue deadline in milliseconds: an entry is dropped when its client has not
             heartbeaten for this long
-    ARGV[6] time to live of the queue keys in milliseconds (refreshed by every join)
+    ARGV[6] time to live of the queue keys in milliseconds: set by a join that finds less than
+            ARGV[5] left (a new queue has none)
     ARGV[7] lease in milliseconds: the PEXPIRE of the lock key once taken
     ARGV[8] mode: "try" (never queue) or "wait" (queue each owner not taken)
     ARGV[9..n] owner fields: "<clientId>:<contextId>", in the order they are to be queued
@@ -91,6 +92,7 @@ local function takeFree(owner)
 end
 
 local reply = {0}
+local joined = false
 for i = 9, #ARGV do
   local owner = ARGV[i]
   local token = nil
@@ -114,15 +116,21 @@ for i = 9, #ARGV do
     -- Idempotent: ZADD tells a new entry from a known one, so a resent join neither queues twice
     -- nor moves a deadline by more than the wait.
     if mode == 'wait' and rcall('ZADD', deadlinesKey, now() + deadlineMs, owner) == 1 then
-      -- A new queue gets its lifetime here; from then on the heartbeats of live waiters keep it.
-      if rcall('RPUSH', queueKey, owner) == 1 then
-        rcall('PEXPIRE', queueKey, queueTtlMs)
-        rcall('PEXPIRE', deadlinesKey, queueTtlMs)
-      end
+      rcall('RPUSH', queueKey, owner)
+      joined = true
     end
     reply[#reply + 1] = 0
     reply[#reply + 1] = pttl
   end
+end
+-- The queue keys outlive the deadline of every entry (nowMs + D): a new queue gets its lifetime
+-- here, and a join renews it once less than D is left. Heartbeats renew it too, but only a client
+-- with a waiter queued for H sends them: under a steady stream of short waits nobody does, and a
+-- queue that never empties would expire with its waiters in it. Both keys are always given their
+-- lifetime together: the list's tells the zset's.
+if joined and rcall('PTTL', queueKey) < deadlineMs then
+  rcall('PEXPIRE', queueKey, queueTtlMs)
+  rcall('PEXPIRE', deadlinesKey, queueTtlMs)
 end
 reply[1] = now()
 return reply

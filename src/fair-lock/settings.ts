@@ -8,7 +8,10 @@ export interface FairSettings {
   readonly heartbeatMs: number;
   /** How long a queue entry lives past its client's last heartbeat (D). */
   readonly deadlineMs: number;
-  /** Lifetime of the queue keys, refreshed by every join and heartbeat: they never outlive their waiters by more. */
+  /**
+   * Lifetime of the queue keys, renewed by every heartbeat and by a join that finds less than D left:
+   * they outlive every entry's deadline, and their waiters by at most this much.
+   */
   readonly queueTtlMs: number;
   /** A grant with less claim than this provably left is confirmed before it is trusted. */
   readonly minClaimLeftMs: number;

@@ -1,7 +1,8 @@
 // A fair-lock waiter in its own process, steered by IPC from processes.ts: acquire (with an id),
-// hold until told or for holdMs, release. Times are wall-clock milliseconds (performance.timeOrigin
-// + now), comparable across the processes of one machine.
+// hold until told or for holdMs, release. Times are on the clock every process of the machine
+// shares (clock.ts).
 import { LockClient, type Lease } from '../../../src/index.ts';
+import { sharedNow } from './clock.ts';
 
 export interface ChildConfig {
   readonly redis: string;
@@ -19,9 +20,6 @@ export type FromChild =
   | { readonly type: 'released'; readonly id: string; readonly at: number }
   | { readonly type: 'failed'; readonly id: string; readonly message: string };
 
-/** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */
-const wallNow = () => performance.timeOrigin + performance.now();
-
 const config = JSON.parse(process.env.RELOCK_FAIR_CHILD ?? 'null') as ChildConfig | null;
 if (config && process.send) {
   const send = (message: FromChild) => process.connected && process.send!(message);
@@ -35,7 +33,7 @@ if (config && process.send) {
     const lease = leases.get(id);
     if (!lease) return;
     leases.delete(id);
-    const at = wallNow();
+    const at = sharedNow();
     await lease.release().catch(() => undefined);
     send({ type: 'released', id, at });
   };
@@ -48,7 +46,7 @@ if (config && process.send) {
     lock.acquire(options).then(
       (lease) => {
         leases.set(id, lease);
-        send({ type: 'acquired', id, token: lease.fencingToken, at: wallNow() });
+        send({ type: 'acquired', id, token: lease.fencingToken, at: sharedNow() });
         if (holdMs !== undefined) setTimeout(() => void release(id), holdMs);
       },
       (error: Error) => send({ type: 'failed', id, message: error.message }),

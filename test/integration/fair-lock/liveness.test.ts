@@ -6,7 +6,7 @@ import { describe, eventually, uniqueName, within } from '../../helpers/describe
 import { setup, sleep } from '../../helpers/fixture.ts';
 import { startProxy } from '../../helpers/proxy.ts';
 import { childProcesses } from './processes.ts';
-import { fairKeys, grantChannel, keysLeft, queued, reportStall, silentWaiter, unheard, wallNow } from './support.ts';
+import { fairKeys, grantChannel, keysLeft, queued, reportStall, sharedNow, silentWaiter, unheard } from './support.ts';
 
 const C = 500;
 const H = 200;
@@ -81,14 +81,14 @@ describe('LockClient#fairLock liveness', (it) => {
       reportStall('hung waiter process (2 entries, SIGSTOP)', stall);
       assert.ok(stall < D + C + H + SLACK && stall < 2_000, `stalled ${stall} ms behind a frozen process`);
       await sleep(50);
-      const releasedWall = wallNow();
+      const liveReleasedAt = sharedNow();
       await lease.release();
       hung.signal('SIGCONT');
       // Its grants went stale while it was frozen: it confirms them, finds them gone, and queues again.
       const a = await within(hung.next('acquired', 'a'), 5_000, 'the resumed waiter a');
       const b = await within(hung.next('acquired', 'b'), 5_000, 'the resumed waiter b');
       for (const got of [a, b]) {
-        assert.ok(got.at > releasedWall, 'a resumed waiter held only after the live one released');
+        assert.ok(got.at > liveReleasedAt, 'a resumed waiter held only after the live one released');
         assert.ok(got.token > lease.fencingToken);
       }
       await within(hung.next('released', 'a'), 2_000, 'a released');
@@ -121,7 +121,7 @@ describe('LockClient#fairLock liveness', (it) => {
     }
     const released = await within(paused.next('released', 'p'), 2_000, 'the resumed holder releases');
     const lease = await within(next, 2_000, 'the next waiter');
-    assert.ok(wallNow() >= released.at);
+    assert.ok(sharedNow() >= released.at);
     await lease.release();
   });
 
@@ -219,11 +219,47 @@ describe('LockClient#fairLock liveness', (it) => {
     const got = await within(holder.next('acquired', 'h'), 5_000, 'the holder');
     await holder.kill();
     const lease = await within(s.other.fairLock(name).acquire(), 3_000, 'the waiter after the dead holder lease');
-    const stall = wallNow() - (got.at + 600);
+    const stall = sharedNow() - (got.at + 600);
     reportStall('holder died (lease 600 ms): after the lease end', stall);
     assert.ok(stall > -50 && stall < H + SLACK, `acquired ${stall} ms after the dead holder's lease ended`);
     assert.ok(lease.fencingToken > got.token);
     await lease.release();
+  });
+
+  it('keeps the queue keys while waiters keep joining, none queued a heartbeat long: the joins renew them', async () => {
+    // Three clients take turns: each waiter waits two short hand-offs, so no client has a waiter
+    // queued for H and none heartbeats, and the queue never empties: only the joins keep its keys.
+    const name = uniqueName('fair');
+    const keys = fairKeys(name);
+    const clients = [s.client, s.other, third];
+    const join = (client: LockClient) => {
+      const wait = client.fairLock(name).acquire();
+      wait.catch(() => undefined);
+      return wait;
+    };
+    let holder = await s.client.fairLock(name).acquire();
+    const waits = [join(s.other)];
+    await queued(s.f.admin, name, 1);
+    waits.push(join(third));
+    await queued(s.f.admin, name, 2);
+    const until = performance.now() + 2 * D + 500;
+    for (let turn = 0; performance.now() < until; turn++) {
+      await sleep(40);
+      const releasing = holder;
+      await releasing.release();
+      holder = await within(waits.shift()!, 2_000, `the head of the queue at turn ${turn}`);
+      assert.ok(holder.fencingToken > releasing.fencingToken);
+      const askedAt = performance.now();
+      waits.push(join(clients[turn % 3]!));
+      await queued(s.f.admin, name, 2);
+      const [queueMs, deadlinesMs] = await Promise.all([s.f.admin.pttl(keys.queue), s.f.admin.pttl(keys.deadlines)]);
+      // The keys outlive the new entry's deadline (its join's TIME + D), whatever heartbeats do.
+      const leastMs = D - (performance.now() - askedAt) - 5;
+      assert.ok(queueMs >= leastMs && deadlinesMs >= leastMs, `after the join of turn ${turn}, the queue keys have ${queueMs} and ${deadlinesMs} ms left (at least ${Math.round(leastMs)})`);
+    }
+    await holder.release();
+    for (const wait of waits) await (await within(wait, 2_000, 'the last waiters')).release();
+    assert.equal(await keysLeft(s.f.admin, name), []);
   });
 
   it('leaves no queue keys behind: a dead process\'s entries expire 2 D after its last heartbeat', async () => {

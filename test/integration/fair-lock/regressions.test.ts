@@ -5,7 +5,7 @@ import type { Lease, LockClient } from '../../../src/index.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { setup, sleep } from '../../helpers/fixture.ts';
 import { childProcesses } from './processes.ts';
-import { fairKeys, grantChannel, keysLeft, queued, redisNowMs, reportStall, unheard } from './support.ts';
+import { fairKeys, grantChannel, keysLeft, queued, redisNowMs, reportStall, sharedNow, unheard } from './support.ts';
 
 const H = 200;
 const D = 1_000;
@@ -63,7 +63,11 @@ describe('LockClient#fairLock against RedissonFairLock regressions', (it) => {
   it('is not stuck behind the dead entries of waiter processes that all restarted (#6150, #4595, #4661)', async () => {
     const name = uniqueName('fair');
     const held = await s.client.fairLock(name).acquire();
-    const before = [await child(name), await child(name)];
+    // The processes that replace the dead ones are started first: starting a process can take
+    // seconds on a loaded machine, longer than the queue keeps the entries of clients that stopped
+    // heartbeating (2 D), and then there would be no dead entries left to queue behind.
+    const [old0, old1, first, second] = await Promise.all([child(name), child(name), child(name), child(name)]);
+    const before = [old0, old1];
     for (const [i, old] of before.entries()) for (const id of ['a', 'b', 'c']) old.acquire(`${i}${id}`);
     await queued(s.f.admin, name, 6);
     for (const old of before) {
@@ -71,20 +75,19 @@ describe('LockClient#fairLock against RedissonFairLock regressions', (it) => {
       await unheard(s.f.admin, grantChannel(name, old.clientId));
     }
     // The restarted processes queue behind six dead entries.
-    const after = [await child(name), await child(name)];
-    after[0]!.acquire('x', { holdMs: 10 });
+    first.acquire('x', { holdMs: 10 });
     await queued(s.f.admin, name, 7);
-    after[1]!.acquire('y', { holdMs: 10 });
+    second.acquire('y', { holdMs: 10 });
     await queued(s.f.admin, name, 8);
-    const releasedAt = Date.now();
+    const releasedAt = sharedNow();
     await held.release();
-    const x = await within(after[0]!.next('acquired', 'x'), 2_000, 'the first restarted waiter');
+    const x = await within(first.next('acquired', 'x'), 2_000, 'the first restarted waiter');
     const stall = x.at - releasedAt;
     reportStall('6 dead entries after a restart of every waiter process', stall);
     assert.ok(stall < 100, `the restarted waiter waited ${stall} ms behind dead entries`);
-    const y = await within(after[1]!.next('acquired', 'y'), 2_000, 'the second restarted waiter');
+    const y = await within(second.next('acquired', 'y'), 2_000, 'the second restarted waiter');
     assert.ok(y.token > x.token);
-    await within(after[1]!.next('released', 'y'), 2_000, 'y released');
+    await within(second.next('released', 'y'), 2_000, 'y released');
     assert.equal(await keysLeft(s.f.admin, name), []);
   });
 

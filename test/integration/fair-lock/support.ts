@@ -3,7 +3,7 @@
 import type { Redis } from 'ioredis';
 import { eventually } from '../../helpers/describe.ts';
 
-export const wallNow = () => performance.timeOrigin + performance.now();
+export { sharedNow } from './clock.ts';
 
 export function fairKeys(name: string, prefix = 'relock') {
   const base = `${prefix}:{${name}}:fair`;
