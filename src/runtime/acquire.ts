@@ -190,6 +190,16 @@ function timeoutError(runtime: Runtime, request: FrameRequest<unknown>, state: W
       code: 'ERR_LOCK_NO_QUORUM',
     });
   }
+  // Redlock: runner is the first master's; an attempt still out when the wait ends is one that no
+  // majority of masters answered in time.
+  if (runtime.quorum && !state.unreachable && state.inFlight) {
+    if (!unanswered && runtime.runner.ready) return new LockTimeoutError(`Lock "${name}" was not acquired within ${waitMs} ms: it is held`, { lockName: name });
+    return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: no quorum: no majority of the masters answered its last attempt in time`, {
+      cause: runtime.runner.unreachableCause(),
+      lockName: name,
+      code: 'ERR_LOCK_NO_QUORUM',
+    });
+  }
   if (state.unreachable || (state.inFlight && !runtime.runner.ready) || unanswered) {
     const cause = state.unreachable?.cause ?? runtime.runner.unreachableCause();
     return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: Redis could not be reached (${(cause as Error).message})`, {

@@ -53,6 +53,12 @@ export class Runtime {
   readonly waiting: WaitingRoom;
   readonly watchdog: Watchdog;
   readonly context = new Context();
+  /**
+   * Several independent masters (Redlock): `runner` is only the first one's, so its state tells
+   * nothing of the quorum; an attempt unanswered when a wait ends is a quorum the masters did not
+   * give in time.
+   */
+  readonly quorum: boolean;
   /** The acquires under way: close() aborts them all. */
   readonly pending = new Set<{ abort(reason: unknown): void }>();
   readonly #closer = new AbortController();
@@ -67,6 +73,7 @@ export class Runtime {
     this.leaseMs = options.leaseMs;
     this.fenceTtlMs = options.fenceTtlMs;
     this.#servers = options.servers ?? [{ redis: options.redis }];
+    this.quorum = this.#servers.length > 1;
     this.#events = options.events;
     this.cluster = options.redis.isCluster === true;
     this.publish = this.cluster ? SHARDED_PUBLISH : 'publish';
