@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { LockClient, type Lease, type Lock } from '../../src/index.ts';
 import { excesses, falseLosses, phantomHolds, type NodeSection, type OwnerField, type Overlap, type Unclean } from './checker.ts';
 import { MODE, record } from './harness.ts';
-import { now, type Entry, type LockKind } from './protocol.ts';
+import { heldEntry, now, type Entry, type LockKind } from './protocol.ts';
 
 export const KINDS: readonly LockKind[] = ['lock', 'fair-lock', 'rw-lock', 'semaphore', 'multi-lock'];
 
@@ -203,20 +203,7 @@ export function overlapsOf(kind: LockKind, sections: readonly NodeSection[]): Ov
   const byName = new Map<string, Entry[]>();
   for (const section of sections) {
     for (const name of section.names) {
-      const entry: Entry = {
-        worker: section.client,
-        loop: 0,
-        token: section.token,
-        asked: section.asked,
-        start: section.start,
-        end: section.end,
-        waitMs: section.start - section.asked,
-        read: 0,
-        write: 'none',
-        lostAt: section.lostAt,
-        ...(section.mode ? { mode: section.mode } : {}),
-        ...(section.permits === undefined ? {} : { permits: section.permits }),
-      };
+      const entry = heldEntry(section);
       byName.set(name, [...(byName.get(name) ?? []), entry]);
     }
   }

@@ -68,6 +68,24 @@ export interface Entry {
   members?: MemberSection[];
 }
 
+/** A section that only held (no counter read or write) as the checker's entry: its capacity functions read start, end, lostAt, permits and mode. */
+export function heldEntry(section: { client: number; token: number; asked: number; start: number; end: number; lostAt: number | null; permits?: number | undefined; mode?: 'read' | 'write' | undefined }): Entry {
+  return {
+    worker: section.client,
+    loop: 0,
+    token: section.token,
+    asked: section.asked,
+    start: section.start,
+    end: section.end,
+    waitMs: section.start - section.asked,
+    read: 0,
+    write: 'none',
+    lostAt: section.lostAt,
+    ...(section.mode ? { mode: section.mode } : {}),
+    ...(section.permits === undefined ? {} : { permits: section.permits }),
+  };
+}
+
 /** A waiter that never got the lock: reported by a worker that was asked to stop. */
 export interface Hung {
   readonly worker: number;
