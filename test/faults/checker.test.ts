@@ -206,6 +206,10 @@ describe('faults checker: node faults (false losses, phantom holds)', (it) => {
   it('passes a run whose only losses are on the faulted node, and a Redlock quorum with a silent minority judged healthy', () => {
     assert.equal(falseLosses([held(['m2'], lost), held(['m1'])], new Set(['m2'])).lost, []);
     assert.is(falseLosses([held(['quorum'], lost)], new Set()).lost.length, 1);
+    // Redlock: a lease on a bare majority with the faulted master among it is excused; on a healthy majority it is not.
+    const bare = held(['quorum'], { ...lost, heldOn: { masters: ['m0', 'm1'], quorum: 2 } });
+    const whole = held(['quorum'], { ...lost, heldOn: { masters: ['m0', 'm1', 'm2'], quorum: 2 } });
+    assert.equal(falseLosses([bare, whole], new Set(['m0'])).lost, [whole]);
   });
 
   const client = '11111111-1111-4111-8111-111111111111';

@@ -441,6 +441,11 @@ export interface NodeSection {
    * client (one label for the masters taken together).
    */
   readonly nodes: readonly string[];
+  /**
+   * Redlock: the masters (by label) found holding it right after it was acquired, and the majority.
+   * A lease on a bare majority with a faulted master among it cannot be kept: its loss is no false one.
+   */
+  readonly heldOn?: { readonly masters: readonly string[]; readonly quorum: number };
   readonly asked: number;
   readonly start: number;
   /** When the holder stopped: its work done (release about to be sent), or its signal aborted. */
@@ -470,11 +475,13 @@ export interface FalseLosses {
 /**
  * False losses: a lease signalled lost, or a release refused as not held without a loss signalled,
  * while every node its keys live on was healthy for the whole run (`faulted` lists the nodes a fault
- * touched). Nothing but the faulted node went wrong, so such a hold was lost by the client, not by
+ * touched), and, on Redlock, the healthy masters it was held on were a majority. Nothing but the faulted node went wrong, so such a hold was lost by the client, not by
  * Redis.
  */
 export function falseLosses(sections: readonly NodeSection[], faulted: ReadonlySet<string>): FalseLosses {
-  const healthy = (section: NodeSection) => section.nodes.every((node) => !faulted.has(node));
+  const healthy = (section: NodeSection) =>
+    section.nodes.every((node) => !faulted.has(node)) &&
+    (section.heldOn === undefined || section.heldOn.masters.filter((master) => !faulted.has(master)).length >= section.heldOn.quorum);
   return {
     lost: sections.filter((s) => s.lostAt !== null && s.lostCode === 'ERR_LOCK_LOST' && healthy(s)),
     refused: sections.filter((s) => s.lostAt === null && s.release === 'ERR_LOCK_NOT_HELD' && healthy(s)),

@@ -25,7 +25,7 @@ assert.ok(deadlineMs + claimMs + heartbeatMs < frozenWaiterBoundMs, 'the setting
  * claim and another heartbeat (C + H) before its entry's deadline drops it.
  */
 const pausedHolderBoundMs = leaseMs + claimMs + 2 * heartbeatMs + 100;
-/** How long the holder keeps the lock while the others queue behind it and a waiter is hit. */
+/** How long the holder keeps the lock at least while the others queue behind it, before a waiter is hit. */
 const queueHoldMs = 400;
 
 /** The longest time the lock stood free between sections that began from `from` on (token order). */
@@ -38,10 +38,13 @@ function longestIdle(entries: readonly Entry[], from: number): number {
 
 /**
  * Has worker `holder` hold the lock while every other loop queues behind it; resolves with the held
- * section and the worker of the first queue entry that is not the holder's (the waiter to hit).
+ * section and the worker of the first queue entry that is not the holder's (the waiter to hit). The
+ * holder keeps the lock until `hit` (which faults the waiter) has resolved and queueHoldMs have
+ * passed: under load the queue can take longer to fill than a fixed hold, and a waiter hit after the
+ * release was granted the lock alive (a dead grantee costs a claim, which is not what is measured).
  */
-async function queueBehind(run: Run, holder: number): Promise<{ held: Entry; head: number }> {
-  const held = await run.hold(holder, { untilLost: false, ms: queueHoldMs });
+async function queueBehind(run: Run, holder: number, hit: (head: number) => Promise<unknown>): Promise<{ held: Entry; head: number }> {
+  const held = await run.hold(holder, { untilLost: false, untilTold: true });
   const full = run.live.length * loops - 1;
   let queue: number[] = [];
   // Every loop re-joins at once: the queue fills within a few ms; take what is there after 200.
@@ -51,6 +54,9 @@ async function queueBehind(run: Run, holder: number): Promise<{ held: Entry; hea
   }
   const head = queue.find((w) => w !== holder && w >= 0);
   if (head === undefined) throw new Error(`${run.name}: no waiter queued behind worker ${holder} (queue ${JSON.stringify(queue)})`);
+  await hit(head);
+  await run.sleep(Math.max(0, held.start + queueHoldMs - run.now()));
+  run.endHold(holder);
   return { held, head };
 }
 
@@ -110,8 +116,12 @@ describe('faults: fair lock', (it) => {
           const running = run.live;
           const replacing = run.spawn();
           // A waiter at the head of the queue: the release's PUBLISH reaches nobody, the next is tried.
-          const { held: holding, head } = await queueBehind(run, running[i % running.length]!);
-          run.kill(head, 'waiter');
+          // Dead before the release: its process exited (Redis sees its sockets close) 50 ms before.
+          const { held: holding } = await queueBehind(run, running[i % running.length]!, async (head) => {
+            run.kill(head, 'waiter');
+            await run.exited(head);
+            await run.sleep(50);
+          });
           const released = await run.released(holding.worker, holding.token, queueHoldMs + 10_000);
           await everyoneServedAfter(run, released.end, [holding.worker]);
           skips.push(longestIdle(run.entries(), holding.start));
@@ -153,8 +163,7 @@ describe('faults: fair lock', (it) => {
           // A waiter at the head of the queue, frozen with its sockets open: it is granted, never
           // confirms; its claim expires and a heartbeat pumps the lock on (C + H per entry, at most
           // D + C + H). Resumed, it confirms its stale grant, finds it gone and queues again.
-          const { held: holding, head } = await queueBehind(run, run.live[(i + 1) % run.live.length]!);
-          run.pause(head, 'waiter');
+          const { held: holding, head } = await queueBehind(run, run.live[(i + 1) % run.live.length]!, async (waiter) => run.pause(waiter, 'waiter'));
           const released = await run.released(holding.worker, holding.token, queueHoldMs + 10_000);
           await everyoneServedAfter(run, released.end, [holding.worker, head]);
           frozen.push(longestIdle(run.entries(), holding.start));

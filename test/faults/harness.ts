@@ -479,11 +479,27 @@ export class Run {
 
   /** Asks worker `index` to hold its next lease; resolves with the section once it holds it. */
   async hold(index: number, hold: Partial<HoldRequest> = {}, ms = 30_000): Promise<Entry> {
-    const request: HoldRequest = { untilLost: hold.untilLost ?? true, ms: hold.ms ?? 0, lateWrite: hold.lateWrite ?? false, ...(hold.mode ? { mode: hold.mode } : {}) };
+    const request: HoldRequest = {
+      untilLost: hold.untilLost ?? true,
+      ms: hold.ms ?? 0,
+      lateWrite: hold.lateWrite ?? false,
+      ...(hold.untilTold ? { untilTold: true } : {}),
+      ...(hold.mode ? { mode: hold.mode } : {}),
+    };
     const holding = this.#message(index, (m) => m.type === 'holding', ms, 'hold a lease');
     this.#handle(index).child.send({ type: 'hold', hold: request });
     const message = await holding;
     return (message as Extract<FromWorker, { type: 'holding' }>).entry;
+  }
+
+  /** Ends the hold of worker `index` that waits to be told (`hold(index, { untilTold: true })`). */
+  endHold(index: number): void {
+    this.#handle(index).child.send({ type: 'end-hold' });
+  }
+
+  /** Resolves once worker `index` (killed, or stopped) has exited: its sockets are closed. */
+  exited(index: number): Promise<void> {
+    return this.#handle(index).ended;
   }
 
   /** Resolves with the section of the held lease `token` once worker `index` released it (or failed to). */

@@ -1,8 +1,10 @@
 // Node faults on a Redlock client (issue 17), for every kind: "one master frozen", a minority of the
 // 3 masters silent while its connections stay open (its TCP proxy black-holes every byte; in full mode
 // also SIGSTOP of that master), for a few seconds while 5 clients hold and contend locks. The other
-// two masters are a majority the whole time, so no hold may be lost: every signalled loss is a false
-// loss, and a release refused as not held without a loss is one too. After the run, every lease
+// two masters are a majority the whole time, so no hold they both keep may be lost: a signalled loss
+// is a false one unless the lease was held on master 0 and only one other (contention leaves some
+// leases on a bare majority: the checker reads where each one is held right after its acquire), and
+// so is a release refused as not held without a loss. After the run, every lease
 // released and the clients closed, no master may keep an owner field that no lease owns (a phantom
 // hold). The loops and checks are nodes.ts's; their negative controls run in node-cluster.test.ts.
 import * as assert from 'uvu/assert';
@@ -35,16 +37,15 @@ function silence(how: 'black hole' | 'SIGSTOP', rounds: number, ms: number, gapM
       }
       if (round + 1 < rounds) await sleep(gapMs);
     }
-    // The quorum's two other masters stay a healthy majority: nothing is excused.
-    return { faulted: new Set(), faults, notes: [`master 0 of 3 ${how === 'black hole' ? 'black-holed (connections open)' : 'SIGSTOPped'} ${faults} x ${ms} ms`] };
+    // The quorum's two other masters stay a healthy majority: only a lease held on master 0 and one other is excused.
+    return { faulted: new Set(['master 0']), faults, notes: [`master 0 of 3 ${how === 'black hole' ? 'black-holed (connections open)' : 'SIGSTOPped'} ${faults} x ${ms} ms`] };
   };
 }
 
-// Full mode only (npm run test:faults) for now: on the final code of stop 16 the short run counted false
-// losses in 2 of 5 runs (a semaphore lease twice, read-write holds once; the lock and the fair lock
-// none), not yet explained. Likely leases held on exactly two masters, the frozen one among them (slots
-// or sides the third master refused under contention): a true loss, which this checker counts as false
-// since it does not know where a lease was held. Issue 17 stays open on it.
+// Full mode only (npm run test:faults): 10 runs of 15 s do not fit npm test's budget. Stop 16 counted
+// false losses here in 2 of 5 runs, each a lease lost at its first renewal: leases held on master 0 and
+// one other (contention leaves some on a bare majority), which cannot be kept while master 0 is silent.
+// The checker now reads where each lease is held (heldOnMasters) and excuses exactly those.
 if (MODE === 'full') describe('faults: one Redlock master frozen (a silent minority)', (it) => {
   it.before(async () => {
     rig = await startRig();
@@ -54,6 +55,7 @@ if (MODE === 'full') describe('faults: one Redlock master frozen (a silent minor
       nodeOf: () => 'quorum',
       client: (prefix, leaseMs) => new LockClient({ redis: rig.proxies.map((proxy) => `redis://${proxy.host}:${proxy.port}`), prefix, leaseMs }),
       masters: rig.servers.map((server, i) => ({ label: `master ${i}`, connection: server.connect() })),
+      quorum: true,
     };
   });
   it.after(async () => {

@@ -98,13 +98,15 @@ export interface HoldRequest {
   /** Hold until `lease.signal` aborts (true), or for `ms` at most. */
   readonly untilLost: boolean;
   readonly ms: number;
+  /** Hold until the harness sends `end-hold` (or the signal aborts): `ms` is ignored. */
+  readonly untilTold?: boolean;
   /** After a signalled loss, still send the fenced write (to show that the fence rejects it). */
   readonly lateWrite: boolean;
   /** Read-write lock: hold a section of this side (the next one of that side). */
   readonly mode?: 'read' | 'write';
 }
 
-export type ToWorker = { readonly type: 'hold'; readonly hold: HoldRequest } | { readonly type: 'stop' };
+export type ToWorker = { readonly type: 'hold'; readonly hold: HoldRequest } | { readonly type: 'end-hold' } | { readonly type: 'stop' };
 
 export interface WorkerStats {
   readonly sections: number;

@@ -95,11 +95,18 @@ function choose(): Choice {
 let stopping = false;
 let sections = 0;
 let pendingHold: HoldRequest | undefined;
+/** Ends the hold in progress that waits to be told (`untilTold`). */
+let endHold: (() => void) | undefined;
+let holdEnded = false;
 /** Loop -> when its pending acquire() began. */
 const waiting = new Map<number, number>();
 
 process.on('message', (message: ToWorker) => {
   if (message.type === 'hold') pendingHold = message.hold;
+  if (message.type === 'end-hold') {
+    holdEnded = true;
+    endHold?.();
+  }
   if (message.type === 'stop') void stop();
 });
 
@@ -108,17 +115,19 @@ function errorCode(error: unknown): string {
   return String(e?.code ?? e?.name ?? 'Error');
 }
 
-/** Resolves when `signal` aborts, or after `ms` unless `untilLost`. */
+/** Resolves when `signal` aborts, when told (`untilTold`), or after `ms` unless `untilLost`. */
 function holdFor(hold: HoldRequest, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
+    if (signal.aborted || (hold.untilTold && holdEnded)) return resolve();
     const done = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);
+      endHold = undefined;
       resolve();
     };
-    // A hold "until lost" that is never lost still ends, so that the harness reports it.
-    const timer = setTimeout(done, hold.untilLost ? 120_000 : hold.ms);
+    if (hold.untilTold) endHold = done;
+    // A hold "until lost" (or told) that never is still ends, so that the harness reports it.
+    const timer = setTimeout(done, hold.untilLost || hold.untilTold ? 120_000 : hold.ms);
     signal.addEventListener('abort', done, { once: true });
   });
 }
@@ -194,7 +203,10 @@ async function section(loop: number): Promise<void> {
   }
   // A hold asked for one side waits for a section of that side.
   const hold = pendingHold && (pendingHold.mode === undefined || pendingHold.mode === choice.mode) ? pendingHold : undefined;
-  if (hold) pendingHold = undefined;
+  if (hold) {
+    pendingHold = undefined;
+    holdEnded = false;
+  }
   const onLost = () => {
     entry.lostAt = now();
     entry.lostCode = errorCode(lease.signal.reason);

@@ -1,6 +1,7 @@
 // relock's diagnostics channels, seen through the OpenTelemetry-shaped bridge of
 // examples/diagnostics/otel-bridge.ts (and through raw subscribers, for the message shapes), against
-// a private Redis. The client's lease is short, so its watchdog renews every 20 ms.
+// a private Redis. The client's lease is 1 s, so its watchdog renews a hold within ~330 ms (a 60 ms
+// lease lost holds to a loaded machine's stalls, failing whichever test held one then).
 import * as assert from 'uvu/assert';
 import { channel, subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
 import { bridge, memorySink, type RecordedSpan } from '../../examples/diagnostics/otel-bridge.ts';
@@ -11,7 +12,7 @@ import { setup, sleep } from '../helpers/fixture.ts';
 const CHANNELS = ['relock:lost', 'relock:renew', 'relock:wake'] as const;
 
 describe('diagnostics_channel (the OpenTelemetry bridge example)', (it) => {
-  const s = setup(it, { leaseMs: 60 });
+  const s = setup(it, { leaseMs: 1_000 });
   const sink = memorySink();
   const contexts: AcquireTraceContext[] = [];
   const messages = { 'relock:lost': [] as LostMessage[], 'relock:renew': [] as RenewMessage[], 'relock:wake': [] as WakeMessage[] };

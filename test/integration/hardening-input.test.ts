@@ -212,7 +212,9 @@ describe('Fence key lifetime (issue 7, 3.3)', (it) => {
     const lock = s.client.lock(uniqueName());
     const outer = await lock.acquire({ leaseMs: 500 });
     const inner = await outer.run(() => lock.acquire({ leaseMs: 6_000 }));
-    const [leasePttl, fence] = [await s.f.admin.pttl(lockKey(lock.name)), await s.f.admin.pttl(`${lockKey(lock.name)}:fence`)];
+    // Both read at one instant (one MULTI): two reads a loaded moment apart differ by that moment.
+    const replies = (await s.f.admin.multi().pttl(lockKey(lock.name)).pttl(`${lockKey(lock.name)}:fence`).exec())!;
+    const [leasePttl, fence] = replies.map(([, pttl]) => Number(pttl)) as [number, number];
     assert.ok(leasePttl > 5_500, `the lease was lengthened to ${leasePttl} ms`);
     assert.ok(fence >= leasePttl - 5, `fence PTTL ${fence} ms, lease ${leasePttl} ms`);
     await inner.release();
