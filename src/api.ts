@@ -1,5 +1,5 @@
 // The public interfaces every lock kind hands out: a Lock to acquire, a Lease for each hold.
-import type { AcquireOptions, TryAcquireOptions } from './options.ts';
+import type { AcquireOptions, LatchWaitOptions, TryAcquireOptions, TrySetCountOptions } from './options.ts';
 
 /**
  * A hold on a lock, returned by `acquire()`. Release it exactly once, or let `await using` do it.
@@ -148,4 +148,45 @@ export interface ReadWriteLock {
    *   when the current context holds the read lock and not the write lock.
    */
   writeLock(): Lock;
+}
+
+/**
+ * A distributed count-down latch (Redisson's RCountDownLatch): a count set once, counted down by
+ * any process, and every waiter let through when it reaches 0. A latch that is not set is open.
+ * Waiters sleep until the one message published at 0 (pub/sub), never polling; a lost message (a
+ * reconnect) makes them look again. Cheap to create (no I/O); get one from
+ * `client.countDownLatch(name)`. See docs/latch.md.
+ *
+ * @example
+ * ```ts
+ * const ready = client.countDownLatch('shards-loaded');
+ * await ready.trySetCount(3);          // once, by whoever starts the round
+ * await ready.countDown();             // by each of the 3 loaders when done
+ * await ready.wait({ waitMs: 60_000 }); // by whoever needs all 3
+ * ```
+ */
+export interface CountDownLatch {
+  /** The latch's name. */
+  readonly name: string;
+  /**
+   * Sets the count, unless the latch is set already (its count above 0): true when set, false when
+   * it was (nothing changes then).
+   * @param count a whole number from 1 to `Number.MAX_SAFE_INTEGER`
+   * @throws {TypeError | RangeError} for a bad `count` or `ttlMs`, before any I/O.
+   */
+  trySetCount(count: number, options?: TrySetCountOptions): Promise<boolean>;
+  /**
+   * Counts down by one and resolves with the count after it; at 0 the latch is deleted and every
+   * waiter, in every process, is woken. On a latch that is not set it does nothing and resolves
+   * with 0. A call the connection sends twice (a reconnect) counts once.
+   */
+  countDown(): Promise<number>;
+  /** The count now: 0 when the latch is not set (or has reached 0). */
+  count(): Promise<number>;
+  /**
+   * Resolves once the count is 0 (at once when the latch is not set).
+   * @throws {LockTimeoutError} when `waitMs` passed first; the signal's reason when it aborted;
+   *   `LockError` `ERR_LOCK_CLOSED` when the client was closed.
+   */
+  wait(options?: LatchWaitOptions): Promise<void>;
 }

@@ -1,14 +1,13 @@
 // LockClient: owns the connections it made and the Runtime; the factories of every lock kind.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { Redis } from 'ioredis';
-import type { Lock, ReadWriteLock, Semaphore } from './api.ts';
-import { closeConnection, openConnection, SUBSCRIBER_OPTIONS } from './connections.ts';
+import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from './api.ts';
+import { closeConnection, openConnection, SUBSCRIBER_OPTIONS, subscriberConnections } from './connections.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { FairLockImpl } from './fair-lock/fair-lock.ts';
+import { CountDownLatchImpl, createLatchShared, type LatchShared } from './latch/latch.ts';
 import { createFairShared, type FairShared } from './fair-lock/shared.ts';
-import { LockCommands } from './lock/commands.ts';
-import { LockImpl, type LockShared } from './lock/lock.ts';
+import { createLockShared, LockImpl, type LockShared } from './lock/lock.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
 import type { LockClientOptions, RedisClient, SemaphoreOptions } from './options.ts';
 import { Runtime } from './runtime/runtime.ts';
@@ -76,6 +75,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   #redlockFair: RedlockFairShared | undefined;
   #semaphore: SemaphoreShared | undefined;
   #rw: RwShared | undefined;
+  #latch: LatchShared | undefined;
   #closing: Promise<void> | undefined;
 
   /**
@@ -102,10 +102,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         leaseMs: this.leaseMs,
         fenceTtlMs,
         events: this as EventEmitter,
-        connect: ({ given }) =>
-          isRedisClient(given)
-            ? given
-            : this.#own(openConnection(given)),
+        connect: ({ given }) => (isRedisClient(given) ? given : this.#own(openConnection(given))),
         subscriber: (connection) => this.#own(connection.duplicate(SUBSCRIBER_OPTIONS) as RedisClient),
       });
       this.#owned = !isRedisClient(servers[0]!.given);
@@ -113,40 +110,22 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       this.#made = this.#owned ? redlock.connections : [];
       this.#runtime = redlock.runtime;
       this.#redlock = redlock.shared;
-      this.#lock = undefined;
       return;
     }
     this.#owned = !isRedisClient(redis);
-    this.#redis = isRedisClient(redis) ? redis : this.#own(openConnection(redis!));
-    if (this.#owned) this.#made = [this.#redis];
-    const source = this.#redis;
+    const source = (this.#redis = isRedisClient(redis) ? redis : this.#own(openConnection(redis!)));
+    if (this.#owned) this.#made = [source];
     this.#runtime = new Runtime({
       clientId: this.id,
       leaseMs: this.leaseMs,
       fenceTtlMs,
       redis: source,
       events: this as EventEmitter,
-      connectSubscriber: () =>
-        this.#own(
-          (source.isCluster === true
-            ? // ioredis 5 replaces redisOptions wholesale on duplicate(): keep the user's (auth, TLS).
-              source.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS } })
-            : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
-        ),
-      // Sharded pub/sub: a connection per master, the user's redisOptions (auth, TLS) under relock's.
-      // No reconnection of its own: the subscriber follows the slot to wherever it is served now.
-      connectNode: (host, port) =>
-        this.#own(new Redis({ ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS, lazyConnect: false, retryStrategy: () => null, host, port } as never) as unknown as RedisClient),
+      ...subscriberConnections(source, (connection) => this.#own(connection)),
       replicas,
       replicaTimeoutMs,
     });
-    const commands = new LockCommands(this.#runtime.runner, this.#runtime.publish);
-    this.#lock = {
-      runtime: this.#runtime,
-      commands,
-      // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
-      renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 },
-    };
+    this.#lock = createLockShared(this.#runtime);
   }
 
   /** Connections this client made report their errors through the client instead of ioredis's console warning. */
@@ -263,6 +242,33 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // On a Redlock client: the same sides, their scripts run on every master (src/redlock/rw-lock.ts).
     this.#rw ??= this.#redlock ? createRedlockRwShared(this.#redlock) : createRwShared(this.#runtime);
     return new ReadWriteLockImpl(this.#rw, this.prefix, checked);
+  }
+
+  /**
+   * A count-down latch by name (Redisson's RCountDownLatch): `trySetCount(n)` once, `countDown()` by
+   * anyone, and `wait()` resolves for every waiter when the count reaches 0, woken by pub/sub. Its
+   * keys are apart from `lock(name)`'s. Cheap: no I/O. See docs/latch.md.
+   * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
+   * @throws {TypeError | RangeError} for a bad name; {LockError} `ERR_LOCK_UNSUPPORTED` on a Redlock
+   *   client (a latch has no quorum version: a count that a majority agrees on needs each count-down
+   *   applied once on every master, which a minority that missed one cannot repair).
+   * @example
+   * ```ts
+   * const ready = client.countDownLatch('shards-loaded');
+   * await ready.trySetCount(3);
+   * await ready.wait({ waitMs: 60_000 }); // resolves after three countDown() calls
+   * ```
+   */
+  countDownLatch(name: string): CountDownLatch {
+    const checked = checkName(name);
+    if (this.#redlock) {
+      throw new LockError(`countDownLatch("${checked}"): a Redlock client (redis given as an array of masters) has no count-down latch; use a client of one server or a Cluster`, {
+        lockName: checked,
+        code: 'ERR_LOCK_UNSUPPORTED',
+      });
+    }
+    this.#latch ??= createLatchShared(this.#runtime);
+    return new CountDownLatchImpl(this.#latch, this.prefix, checked);
   }
 
   /** How many acquires of this client are waiting now (for monitoring). */

@@ -152,3 +152,39 @@ export interface SemaphoreOptions {
    */
   permits: number;
 }
+
+/**
+ * Options of `latch.trySetCount(count, options)`. Unknown keys are refused with a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * await latch.trySetCount(3, { ttlMs: 3_600_000 }); // an abandoned latch is gone after an hour
+ * ```
+ */
+export interface TrySetCountOptions {
+  /**
+   * A time to live for the latch, in milliseconds: one that is never counted down to 0 is deleted
+   * then (and counts as open: its waiters return). Omitted, it lives until it reaches 0.
+   * @default undefined (no time to live)
+   */
+  ttlMs?: number | undefined;
+}
+
+/**
+ * Options of `latch.wait(options)`. Unknown keys are refused with a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * await latch.wait({ waitMs: 60_000, signal: AbortSignal.timeout(120_000) });
+ * ```
+ */
+export interface LatchWaitOptions {
+  /**
+   * How long to wait for the count to reach 0, in milliseconds, before rejecting with
+   * `LockTimeoutError`. `0` looks once. The bound holds even while Redis is unreachable.
+   * @default Infinity
+   */
+  waitMs?: number | undefined;
+  /** Cancels the wait: it rejects with `signal.reason`. */
+  signal?: AbortSignal | undefined;
+}

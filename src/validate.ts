@@ -85,6 +85,13 @@ export function checkPermits(value: unknown, max = Number.MAX_SAFE_INTEGER): num
   return value;
 }
 
+/** A latch's count: a whole number from 1 to Number.MAX_SAFE_INTEGER. */
+export function checkCount(value: unknown): number {
+  if (typeof value !== 'number') expected('count', 'a whole number', value, TypeError);
+  if (!Number.isSafeInteger(value) || value < 1) expected('count', `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`, value, RangeError);
+  return value;
+}
+
 /** `replicas`: how many replicas must acknowledge a first acquisition, a whole number from 0 to 100. */
 export function checkReplicas(value: unknown): number {
   if (value === undefined) return 0;

@@ -8,7 +8,7 @@ import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { Renewer } from '../runtime/watchdog.ts';
-import type { LockCommands } from './commands.ts';
+import { LockCommands } from './commands.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 
 /** What every lock of one client shares: its runtime, its commands, and the renewer of its holds. */
@@ -16,6 +16,12 @@ export interface LockShared {
   readonly runtime: Runtime;
   readonly commands: LockCommands;
   readonly renewer: Renewer;
+}
+
+export function createLockShared(runtime: Runtime): LockShared {
+  const commands = new LockCommands(runtime.runner, runtime.publish);
+  // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
+  return { runtime, commands, renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 } };
 }
 
 export class LockImpl extends LockBase<LockKeys> {

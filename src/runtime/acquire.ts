@@ -1,13 +1,14 @@
 // The acquire frame every primitive shares: closed and abort checks, waitMs, the pending set that
 // close() aborts, and the attempt-sleep loop over an attempt() the primitive supplies.
 import pTimeout from 'p-timeout';
-import { LockError, LockTimeoutError } from '../errors.ts';
 import type { Runtime } from './runtime.ts';
+import { isUnreachable, leaseTooShort, timedOut, timeoutError, type WaitState, type WaitWords } from './wait-errors.ts';
 import { Waiter } from './waiter.ts';
 import type { WakeRule } from './waiting.ts';
 import { backoffMs, noop, onAbort, settledWithin, untilAborted } from './waits.ts';
 
 export { backoffMs, settledWithin } from './waits.ts';
+export { isUnreachable, leaseTooShort, type WaitState, type WaitWords } from './wait-errors.ts';
 
 /** What one attempt of a primitive gave. */
 export type Attempt<T> =
@@ -39,10 +40,11 @@ export interface AcquireRequest<T> {
   attempt(): Promise<Attempt<T>>;
   /** Gives back a value nobody will own: the wait gave up while its attempt was out. */
   giveBack(value: T): void;
+  /** How its errors say what did not happen, and why (a latch waits for no hold). @default LOCK_WORDS */
+  readonly words?: WaitWords | undefined;
 }
 
-/** An attempt out this long when a wait ends makes its error ERR_LOCK_UNREACHABLE. */
-const UNANSWERED_MS = 1_000;
+
 /** Leases that end before the reply this many times in a row fail the acquire (every kind). */
 export const MAX_LATE = 3;
 /**
@@ -51,20 +53,7 @@ export const MAX_LATE = 3;
  * came between its first attempt and its entering the room).
  */
 const LISTEN_AFTER_MS = 2_000;
-/** What a wait has seen, for the error it ends with. */
-export interface WaitState {
-  /** The last connection failure, while retrying it. */
-  unreachable: LockError | undefined;
-  /** An attempt is out now. */
-  inFlight: boolean;
-  /** clock.now() when the attempt out now was sent. */
-  sentAt: number;
-}
 
-/** A failure to reach Redis, or (Redlock) a majority of its masters, as opposed to an answer from it. */
-export function isUnreachable(error: unknown): error is LockError {
-  return error instanceof LockError && (error.code === 'ERR_LOCK_UNREACHABLE' || error.code === 'ERR_LOCK_NO_QUORUM');
-}
 
 /** The acquire of a lock that retries on its own: a lean first attempt, then the frame's attempt-sleep loop. */
 export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<T> {
@@ -80,7 +69,7 @@ export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): 
     const outcome = await firstAttempt(runtime, request);
     if (outcome.kind === 'acquired') return outcome.value;
     if (outcome.kind === 'late') return waitFrame(runtime, request, undefined, 1);
-    if (waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
+    if (waitMs === 0) throw timedOut(request, 0);
     return waitFrame(runtime, request, outcome.retryMs, 0, mark);
   }
   return waitFrame(runtime, request);
@@ -124,7 +113,10 @@ export interface FrameRequest<T> {
    * waiter's `leave` answered); 0 for none.
    */
   readonly settleMs?: number;
+  readonly words?: WaitWords | undefined;
 }
+
+
 
 /**
  * The whole frame, for every lock kind: one controller ends the wait (the caller's signal, close(),
@@ -173,43 +165,10 @@ function waitFrame<T>(runtime: Runtime, request: AcquireRequest<T>, firstHint?: 
     signal: request.signal,
     wait: (stop, state) => wait(runtime, request, stop, state, firstHint, lateBefore, firstMark),
     giveBack: request.giveBack,
+    words: request.words,
   });
 }
 
-/** The error a finite wait ends with: a timeout, or Redis unreachable when that is why. */
-function timeoutError(runtime: Runtime, request: FrameRequest<unknown>, state: WaitState): LockError {
-  const { name, waitMs } = request;
-  // An attempt unanswered for a second is a Redis that does not answer, connected or not; one sent a
-  // moment ago only lost the race with the timer.
-  const unanswered = state.inFlight && runtime.watchdog.clock.now() - state.sentAt > UNANSWERED_MS;
-  // Redlock: the masters a majority could not be reached on are named in the quorum's error.
-  if (state.unreachable?.code === 'ERR_LOCK_NO_QUORUM') {
-    return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: ${state.unreachable.message}`, {
-      cause: state.unreachable.cause,
-      lockName: name,
-      code: 'ERR_LOCK_NO_QUORUM',
-    });
-  }
-  // Redlock: runner is the first master's; an attempt still out when the wait ends is one that no
-  // majority of masters answered in time.
-  if (runtime.quorum && !state.unreachable && state.inFlight) {
-    if (!unanswered && runtime.runner.ready) return new LockTimeoutError(`Lock "${name}" was not acquired within ${waitMs} ms: it is held`, { lockName: name });
-    return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: no quorum: no majority of the masters answered its last attempt in time`, {
-      cause: runtime.runner.unreachableCause(),
-      lockName: name,
-      code: 'ERR_LOCK_NO_QUORUM',
-    });
-  }
-  if (state.unreachable || (state.inFlight && !runtime.runner.ready) || unanswered) {
-    const cause = state.unreachable?.cause ?? runtime.runner.unreachableCause();
-    return new LockError(`Lock "${name}" was not acquired within ${waitMs} ms: Redis could not be reached (${(cause as Error).message})`, {
-      cause,
-      lockName: name,
-      code: 'ERR_LOCK_UNREACHABLE',
-    });
-  }
-  return new LockTimeoutError(`Lock "${name}" was not acquired within ${waitMs} ms: it is held`, { lockName: name });
-}
 
 /** Try, then subscribe, queue, and sleep between tries, until acquired or stopped. */
 async function wait<T>(
@@ -277,7 +236,7 @@ async function wait<T>(
           continue;
         }
         late = 0;
-        if (waitMs === 0) throw new LockTimeoutError(`Lock "${request.name}" was not acquired within 0 ms: it is held`, { lockName: request.name });
+        if (waitMs === 0) throw timedOut(request, 0);
         hint = outcome.retryMs;
       }
       if (!entered) {
@@ -311,10 +270,3 @@ async function wait<T>(
   }
 }
 
-/** The error of a lease that ended before Redis's reply arrived, `times` times in a row. */
-export function leaseTooShort(name: string, times: number): LockError {
-  return new LockError(
-    `Lock "${name}": its lease ended before Redis's reply arrived${times > 1 ? `, ${times} times in a row` : ''}; use a longer leaseMs (or a faster network)`,
-    { lockName: name, code: 'ERR_LOCK_LEASE_TOO_SHORT' },
-  );
-}

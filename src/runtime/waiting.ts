@@ -10,6 +10,11 @@ export type WakeRule = (queue: readonly Waiter[], message: string) => void;
 /** The rule of an exclusive lock: a release wakes the head of the queue, not the whole herd. */
 export const wakeHead: WakeRule = (queue) => queue[0]?.wake();
 
+/** The rule of shared waits (readers, a latch's waiters): a message wakes every waiter. */
+export const wakeAll: WakeRule = (queue) => {
+  for (const waiter of queue) waiter.wake();
+};
+
 /** Where a message is delivered: the subscriber calls these. */
 export interface Inbox {
   message(channel: string, message: string): void;

@@ -6,12 +6,7 @@ import { LockTimeoutError } from '../errors.ts';
 import { backoffMs, isUnreachable, leaseTooShort, MAX_LATE, type Attempt, type WaitState } from '../runtime/acquire.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { Waiter } from '../runtime/waiter.ts';
-import type { WakeRule } from '../runtime/waiting.ts';
-
-/** Every waiting reader wakes: readers share the lock. */
-export const wakeAll: WakeRule = (queue) => {
-  for (const waiter of queue) waiter.wake();
-};
+import { wakeAll } from '../runtime/waiting.ts';
 
 /**
  * The readers' room: every reader was woken (no hand-on), and the channel stays subscribed a while

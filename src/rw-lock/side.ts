@@ -8,9 +8,9 @@ import { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
 import { acquire, frame, settledWithin, type Attempt } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
-import { wakeHead } from '../runtime/waiting.ts';
+import { wakeAll, wakeHead } from '../runtime/waiting.ts';
 import type { RwSideKeys } from './keys.ts';
-import { readWait, wakeAll } from './read-wait.ts';
+import { readWait } from './read-wait.ts';
 import type { RwShared } from './shared.ts';
 
 const noop = () => undefined;

@@ -1,7 +1,7 @@
 // The checker can fail: fed synthetic logs, it reports what is wrong with them.
 import * as assert from 'uvu/assert';
 import { describe } from '../helpers/describe.ts';
-import { check, falseLosses, PHANTOM_SLACK_MS, phantomHolds, summary, type NodeSection, type OwnerField } from './checker.ts';
+import { check, falseLosses, latchViolations, PHANTOM_SLACK_MS, phantomHolds, summary, type LatchRound, type NodeSection, type OwnerField } from './checker.ts';
 import type { Entry } from './protocol.ts';
 
 /** A section that read `read` and had its write accepted; its acquire() was called 1 ms before it began. */
@@ -235,5 +235,23 @@ describe('faults checker: node faults (false losses, phantom holds)', (it) => {
   it('excuses the fields of leases alive at a checkpoint', () => {
     assert.equal(phantomHolds([field('a', 900)], [], { at: 1_000, leaseMs: 1_000, live: new Set([`${client} a`]) }), []);
     assert.equal(phantomHolds([field('b', 900)], [], { at: 1_000, leaseMs: 1_000, live: new Set([`${client} a`]) }).length, 1);
+  });
+});
+
+describe('faults checker: count-down latch', (it) => {
+  const round = (released: (number | null)[], more: Partial<LatchRound> = {}): LatchRound => ({ count: 3, calls: [10, 20, 30], openedAt: 31, released, started: 0, ...more });
+
+  it('passes waiters let through after the last count-down was called, within the bound', () => {
+    assert.equal(latchViolations([round([31, 40, 500])], 2_000), { early: [], stuck: 0, longestWakeMs: 469 });
+  });
+
+  it('counts a waiter let through before the count-th count-down was called as early', () => {
+    const found = latchViolations([round([25, 40])], 2_000);
+    assert.equal(found.early, [{ ms: 5, calledBy: 2 }]);
+  });
+
+  it('counts a waiter never let through, or let through past the bound, as stuck', () => {
+    assert.is(latchViolations([round([null, 3_000])], 2_000).stuck, 2);
+    assert.is(latchViolations([round([null], { openedAt: null })], 2_000).stuck, 1);
   });
 });

@@ -541,3 +541,53 @@ export function phantomHolds(
     return options.at + field.remainingMs > until + PHANTOM_SLACK_MS;
   });
 }
+
+/** One round of a count-down latch scenario (latch.test.ts), on one clock (performance.now()). */
+export interface LatchRound {
+  /** The count the latch was set to. */
+  readonly count: number;
+  /** When each count-down was called, in order. */
+  readonly calls: readonly number[];
+  /** When a count-down answered 0 (or a rejected one left the count at 0); null when it never did. */
+  readonly openedAt: number | null;
+  /** When each waiter's wait() resolved; null when it did not within the round (or rejected). */
+  readonly released: readonly (number | null)[];
+  readonly started: number;
+}
+
+/** What the latch checker found. */
+export interface LatchViolations {
+  /** Waiters let through before the count-th count-down had even been called (ms: how long before; Infinity: it never was). */
+  readonly early: readonly { readonly ms: number; readonly calledBy: number }[];
+  /** Waiters not let through within `boundMs` of the count reaching 0 (or in a round that never reached it). */
+  readonly stuck: number;
+  /** The longest time from the count reaching 0 to a waiter let through. */
+  readonly longestWakeMs: number;
+}
+
+/**
+ * The count-down latch's checker: no waiter returns before `count` count-downs were called (a
+ * count-down applied twice, or a wait that returns on a count above 0, shows here), and every
+ * waiter returns within `boundMs` of the count reaching 0.
+ */
+export function latchViolations(rounds: readonly LatchRound[], boundMs: number): LatchViolations {
+  const early: { ms: number; calledBy: number }[] = [];
+  let stuck = 0;
+  let longestWakeMs = 0;
+  for (const round of rounds) {
+    const calls = [...round.calls].sort((a, b) => a - b);
+    const last = calls[round.count - 1] ?? Number.POSITIVE_INFINITY;
+    for (const at of round.released) {
+      if (at === null) {
+        stuck++;
+        continue;
+      }
+      if (at < last) early.push({ ms: last - at, calledBy: calls.filter((call) => call <= at).length });
+      if (round.openedAt === null) continue;
+      const wakeMs = Math.max(0, at - round.openedAt);
+      longestWakeMs = Math.max(longestWakeMs, wakeMs);
+      if (wakeMs > boundMs) stuck++;
+    }
+  }
+  return { early, stuck, longestWakeMs };
+}
