@@ -8,7 +8,7 @@ import { LockClient } from '../client.ts';
 import { LockError, LockNotHeldError } from '../errors.ts';
 import { COMMON_HELP, COMMON_OPTIONS, EXIT, MIN_FIXED_LEASE_MS, MIN_WATCHDOG_LEASE_MS, UsageError, lockName, msOption, parse, prefixOption, redisUrl } from './usage.ts';
 import { closeWithin, exitCodeOf, say } from './report.ts';
-import { marginMs } from '../runtime/watchdog.ts';
+import { marginMs } from '../runtime/renewable.ts';
 import { DEFAULTS } from '../validate.ts';
 
 export const RUN_USAGE = 'relock run <name> [--wait <ms>] [--lease <ms> | --keep <ms>] [--redis <url>] [options] -- <command> [args...]';

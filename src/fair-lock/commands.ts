@@ -7,7 +7,7 @@ import { HashLockReads, reenter, renew, toToken } from '../lock/commands.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptArgs, type ScriptRunner } from '../runtime/script.ts';
 import type { Clock } from '../runtime/waiter.ts';
-import type { Renewable } from '../runtime/watchdog.ts';
+import type { Renewable } from '../runtime/renewable.ts';
 import type { Grant } from './grants.ts';
 import type { FairLockKeys } from './keys.ts';
 import type { RedisClock } from './redis-clock.ts';

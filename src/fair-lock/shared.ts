@@ -2,7 +2,7 @@
 // the bounds on Redis TIME, every waiter by owner, and one heartbeat per lock with waiters.
 import type { Runtime } from '../runtime/runtime.ts';
 import type { ScriptRunner } from '../runtime/script.ts';
-import type { Renewer } from '../runtime/watchdog.ts';
+import type { Renewer } from '../runtime/renewable.ts';
 import { FairLockCommands } from './commands.ts';
 import { FairWaiters } from './grants.ts';
 import { Heartbeat } from './heartbeat.ts';

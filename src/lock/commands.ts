@@ -4,7 +4,7 @@ import { LockError } from '../errors.ts';
 import * as lua from '../generated/lock.ts';
 import { reenterOutcome, releaseOutcome, type ReenterOutcome, type ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
-import type { Renewable } from '../runtime/watchdog.ts';
+import type { Renewable } from '../runtime/renewable.ts';
 import type { LockKeys } from './keys.ts';
 
 /** What a first attempt got. */

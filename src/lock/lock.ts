@@ -7,7 +7,7 @@ import { acquire, type Attempt } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
-import type { Renewer } from '../runtime/watchdog.ts';
+import type { Renewer } from '../runtime/renewable.ts';
 import { LockCommands } from './commands.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 

@@ -7,8 +7,8 @@ import { forceRelease, reenter, release, renew, toToken } from '../lock/commands
 import type { LockKeys } from '../lock/keys.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
-import type { Renewable } from '../runtime/watchdog.ts';
-import { count, gather, type Master, type Reply } from './quorum.ts';
+import type { Renewable } from '../runtime/renewable.ts';
+import { count, gather, type Master, type Reply } from './replies.ts';
 import { QuorumReads } from './reads.ts';
 
 /** What one master answered to an acquire. */

@@ -19,10 +19,10 @@ import { isUnreachable, settledWithin } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts, type ReleaseOutcome } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { noop } from '../runtime/waits.ts';
-import type { Renewer } from '../runtime/watchdog.ts';
+import type { Renewer } from '../runtime/renewable.ts';
 import type { RedlockCommands } from './commands.ts';
 import { RedlockImpl, type RedlockShared } from './lock.ts';
-import { SILENT_MS } from './quorum.ts';
+import { SILENT_MS } from './replies.ts';
 
 /** The keys of a fair lock on a Redlock client. */
 export interface RedlockFairKeys {

@@ -9,9 +9,10 @@ import { acquire, type Attempt } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
-import type { Renewer } from '../runtime/watchdog.ts';
+import type { Renewer } from '../runtime/renewable.ts';
 import type { AcquireResult, RedlockCommands } from './commands.ts';
-import { answeredError, noQuorum, splitRetryMs } from './quorum.ts';
+import { splitRetryMs } from './quorum.ts';
+import { answeredError, noQuorum } from './replies.ts';
 
 /** What every Redlock lock of one client shares. */
 export interface RedlockShared {

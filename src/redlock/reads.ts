@@ -2,7 +2,8 @@
 // time to live and the hold count that a majority has.
 import { LockError } from '../errors.ts';
 import type { LockKeys } from '../lock/keys.ts';
-import { answeredError, count, gather, noQuorum, Quorum, type Master } from './quorum.ts';
+import { Quorum } from './quorum.ts';
+import { answeredError, count, gather, noQuorum, type Master } from './replies.ts';
 
 export class QuorumReads extends Quorum {
   /** Locked when a majority of masters hold the lock hash. */

@@ -8,7 +8,8 @@ import { defineScript } from '../runtime/script.ts';
 import { decodeAcquire, RW_SETTINGS, rwScripts, type RwAcquireOutcome, type RwCommands, type RwSettings, type RwTarget } from '../rw-lock/commands.ts';
 import type { RwLockKeys, RwSideKeys } from '../rw-lock/keys.ts';
 import { driftMs } from './lock.ts';
-import { answeredError, count, gather, noQuorum, Quorum, splitRetryMs, type Master, type Reply } from './quorum.ts';
+import { Quorum, splitRetryMs } from './quorum.ts';
+import { answeredError, count, gather, noQuorum, type Master, type Reply } from './replies.ts';
 
 /** What one master answered to an acquire: a token, or a refusal naming who refused it ('' for readers, a read batch or an intent). */
 type MasterAcquire = { readonly kind: 'acquired'; readonly token: number } | { readonly kind: 'busy'; readonly hintMs: number; readonly intent: boolean; readonly holder: string };

@@ -7,12 +7,13 @@
 import type { Semaphore } from '../api.ts';
 import type { SemaphoreOptions } from '../options.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
-import type { Renewable, Renewer } from '../runtime/watchdog.ts';
+import type { Renewable, Renewer } from '../runtime/renewable.ts';
 import { SemaphoreCommands, type AvailableOutcome, type SemaphoreAcquireOutcome } from '../semaphore/commands.ts';
 import type { SemaphoreKeys } from '../semaphore/keys.ts';
 import { SemaphoreImpl, type SemaphoreShared } from '../semaphore/semaphore.ts';
 import { driftMs, type RedlockShared } from './lock.ts';
-import { answeredError, count, noQuorum, splitRetryMs, type Reply } from './quorum.ts';
+import { splitRetryMs } from './quorum.ts';
+import { answeredError, count, noQuorum, type Reply } from './replies.ts';
 import { agreed, heldSlots, mismatchOf, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './sem-commands.ts';
 
 /**

@@ -8,7 +8,7 @@ import { ScriptRunner } from '../runtime/script.ts';
 import { RedlockCommands } from './commands.ts';
 import { FanoutConnection } from './fanout.ts';
 import { driftMs, type RedlockShared } from './lock.ts';
-import { quorumOf, type Master } from './quorum.ts';
+import { quorumOf, type Master } from './replies.ts';
 import type { RedlockServer } from './servers.ts';
 
 export interface RedlockSetupOptions {

@@ -5,7 +5,7 @@ import { Mutex } from 'async-mutex';
 import { diagnostics, type LostMessage } from '../diagnostics.ts';
 import { LockError, LockLostError, LockNotHeldError } from '../errors.ts';
 import type { Runtime } from './runtime.ts';
-import type { Renewable, Renewer } from './watchdog.ts';
+import type { Renewable, Renewer } from './renewable.ts';
 
 /** What a release script answered: the owner's count left, or that the owner held nothing. */
 export type ReleaseOutcome = { readonly kind: 'released'; readonly left: number } | { readonly kind: 'gone' };

@@ -5,48 +5,10 @@
 import { debuglog } from 'node:util';
 import { diagnostics, type RenewMessage } from '../diagnostics.ts';
 import { LockError, LockLostError } from '../errors.ts';
+import { holdMarginMs, type Renewable, type Renewer } from './renewable.ts';
 import { systemClock, type Clock } from './waiter.ts';
 
 const log = debuglog('relock:watchdog');
-
-/** Renews one primitive's holds: one script call per batch. */
-export interface Renewer {
-  /** One flag per hold, in order: true where the hold was still there and got a new lease. */
-  renew(batch: readonly Renewable[], leaseMs: number): Promise<boolean[]>;
-  /** Holds per call at most (on a Cluster the watchdog also splits batches by slot). */
-  readonly batch: number;
-  /**
-   * An allowance, in milliseconds, to give up a lease earlier than `marginMs` would, when the renewer
-   * needs more (Redlock's clock drift: 1 % of the lease + 2 ms). Absent: `marginMs` alone.
-   */
-  readonly allowanceMs?: (leaseMs: number) => number;
-}
-
-/** What the watchdog needs of a hold. */
-export interface Renewable {
-  readonly name: string;
-  /** The key that force-unlocking ends (loseKey). */
-  readonly key: string;
-  readonly owner: string;
-  readonly renewer: Renewer;
-  /** Renewed by the watchdog (true) or a fixed lease that only ends (false). */
-  renewable: boolean;
-  /** Whether the acquire went through; a renewal that finds nothing before that is no loss. */
-  held: boolean;
-  /** clock.now() by which the hold must count as lost. */
-  deadline: number;
-  /** clock.now() when the acquire that took it was sent. */
-  acquiredAt: number;
-  lose(error: LockLostError): void;
-}
-
-/**
- * How long before the lease ends on Redis the local side gives it up: a tenth, at least 3 ms (a Node
- * timer fires up to a millisecond late, its delay counted in whole milliseconds), at most a second.
- */
-export function marginMs(leaseMs: number): number {
-  return Math.min(1000, Math.max(3, Math.floor(leaseMs / 10)));
-}
 
 /**
  * How long one renewal call may stay unanswered before it counts as "not renewed this round": half the
@@ -64,12 +26,6 @@ interface Call {
   readonly settled: Promise<void>;
   readonly finish: () => void;
   timer: unknown;
-}
-
-/** The margin of one hold: marginMs, or its renewer's larger allowance. */
-function holdMarginMs(hold: Renewable, leaseMs: number): number {
-  const margin = marginMs(leaseMs);
-  return hold.renewer.allowanceMs ? Math.max(margin, hold.renewer.allowanceMs(leaseMs)) : margin;
 }
 
 export interface WatchdogOptions {

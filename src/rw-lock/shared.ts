@@ -1,7 +1,7 @@
 // What every read-write lock of one client shares: the runtime, the commands, and the renewer of
 // its holds (which finds each hold's keys and member through `targets`).
 import type { Runtime } from '../runtime/runtime.ts';
-import type { Renewable, Renewer } from '../runtime/watchdog.ts';
+import type { Renewable, Renewer } from '../runtime/renewable.ts';
 import { RwLockCommands, type RwCommands, type RwTarget } from './commands.ts';
 
 export interface RwShared {

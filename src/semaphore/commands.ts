@@ -4,7 +4,7 @@ import * as lua from '../generated/semaphore.ts';
 import { toToken } from '../lock/commands.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
-import type { Renewable } from '../runtime/watchdog.ts';
+import type { Renewable } from '../runtime/renewable.ts';
 import { leasesOf, type SemaphoreKeys } from './keys.ts';
 
 /** What an attempt got: a lease's token, too few permits (retry within `retryMs`, -1: unknown), or another limit stored. */

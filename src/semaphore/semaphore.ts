@@ -9,7 +9,7 @@ import { acquire, isUnreachable, type Attempt } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { WakeRule } from '../runtime/waiting.ts';
-import type { Renewer } from '../runtime/watchdog.ts';
+import type { Renewer } from '../runtime/renewable.ts';
 import { checkFunction, checkMs, checkOptions, checkPermits, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from '../validate.ts';
 import { SemaphoreCommands } from './commands.ts';
 import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';

@@ -1,7 +1,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as assert from 'uvu/assert';
 import { LockError, LockLostError } from '../../src/errors.ts';
-import { marginMs, Watchdog, type Renewable, type Renewer } from '../../src/runtime/watchdog.ts';
+import { marginMs, type Renewable, type Renewer } from '../../src/runtime/renewable.ts';
+import { Watchdog } from '../../src/runtime/watchdog.ts';
 import { describe, within } from '../helpers/describe.ts';
 import { FakeClock, flush } from '../helpers/fake-clock.ts';
 

@@ -1,0 +1,143 @@
+// What a quorum call is made of: the masters, their replies, and the free functions over them
+// (gather every master's reply until a decision, count them, name the masters an error is about).
+import { LockError } from '../errors.ts';
+import { errorMessage, type ScriptRunner } from '../runtime/script.ts';
+
+/** One master: its runner (EVALSHA/EVAL over its own connection) and its host:port. */
+export interface Master {
+  readonly runner: ScriptRunner;
+  readonly label: string;
+  /** Whether its connection is known down (reconnecting after a failure, or closed): not worth waiting for. */
+  readonly down: () => boolean;
+}
+
+/** One master's reply: a value, or the error it failed with. */
+export type Reply<R> = { readonly ok: true; readonly value: R } | { readonly ok: false; readonly error: unknown };
+
+/**
+ * What the replies so far decide: a value ends the operation; undefined waits for more. After the
+ * last reply (`done`), decide must return a value or throw.
+ */
+export type Decide<R, D> = (replies: readonly (Reply<R> | undefined)[], done: boolean) => D | undefined;
+
+/**
+ * How long a master may leave a command unanswered before it counts as silent for the gate and the
+ * publishers (everything else keeps sending to it): far above a loaded loopback's replies, far below
+ * the 5 s command timeout a silent gate would otherwise stall its queue for.
+ */
+export const SILENT_MS = 500;
+
+/** The majority of n masters. */
+export function quorumOf(n: number): number {
+  return Math.floor(n / 2) + 1;
+}
+
+/**
+ * Runs `call` on every master in parallel and settles with what `decide` makes of the replies, at
+ * the first reply that decides, or after `timeoutMs` with the replies so far. Replies after that are
+ * not waited for (a straggler's effect is the caller's to account for: a release sent to every master
+ * cleans up an acquire that landed late).
+ */
+export function gather<R, D>(
+  masters: readonly Master[],
+  call: (master: Master, index: number) => Promise<R>,
+  decide: Decide<R, D>,
+  failFast = false,
+  timeoutMs?: number,
+): Promise<D> {
+  return new Promise<D>((resolve, reject) => {
+    const replies: (Reply<R> | undefined)[] = masters.map(() => undefined);
+    let left = masters.length;
+    let settled = false;
+    // After timeoutMs, the replies so far decide as if every master had answered (no answer: unreachable).
+    let late = false;
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => ((late = true), check()), Math.max(0, timeoutMs));
+    const check = () => {
+      if (settled) return;
+      const done = left === 0 || late;
+      try {
+        const decided = decide(replies, done);
+        if (decided !== undefined || done) {
+          settled = true;
+          clearTimeout(timer);
+          if (decided === undefined) throw new Error('a quorum decision was left open after every reply');
+          resolve(decided);
+        }
+      } catch (error) {
+        settled = true;
+        clearTimeout(timer);
+        reject(error);
+      }
+    };
+    masters.forEach((master, i) => {
+      let promise: Promise<R>;
+      try {
+        // A master known down answers at once as unreachable instead of after its reconnection attempts
+        // (Redlock's small per-master timeout): nothing is sent to it.
+        if (failFast && master.down()) {
+          const cause = master.runner.unreachableCause();
+          throw new LockError(`Redis could not be reached: ${cause.message}`, { cause, code: 'ERR_LOCK_UNREACHABLE' });
+        }
+        promise = call(master, i);
+      } catch (error) {
+        promise = Promise.reject(error);
+      }
+      promise.then(
+        (value) => {
+          replies[i] = { ok: true, value };
+          left--;
+          check();
+        },
+        (error: unknown) => {
+          replies[i] = { ok: false, error };
+          left--;
+          check();
+        },
+      );
+    });
+  });
+}
+
+/** Counts of a reply list by a classifier. */
+export function count<R>(replies: readonly (Reply<R> | undefined)[], test: (reply: Reply<R>) => boolean): number {
+  let n = 0;
+  for (const reply of replies) if (reply && test(reply)) n++;
+  return n;
+}
+
+/** Pending replies (no answer yet). */
+export function pending(replies: readonly (Reply<unknown> | undefined)[]): number {
+  return replies.filter((reply) => reply === undefined).length;
+}
+
+/** The first error among the replies that is not a failure to reach Redis (WRONGTYPE, NOPERM...), if any. */
+export function answeredError(replies: readonly (Reply<unknown> | undefined)[]): unknown {
+  for (const reply of replies) {
+    if (reply && !reply.ok && !(reply.error instanceof LockError && (reply.error.code === 'ERR_LOCK_UNREACHABLE' || reply.error.code === 'ERR_LOCK_CLOSED'))) return reply.error;
+  }
+  return undefined;
+}
+
+/**
+ * The error of an operation that could not reach a majority: it names each master that failed
+ * (host:port and why) or did not answer in time, and those that answered.
+ */
+export function noQuorum(what: string, masters: readonly Pick<Master, 'label'>[], replies: readonly (Reply<unknown> | undefined)[], lockName?: string): LockError {
+  const failed: string[] = [];
+  const answered: string[] = [];
+  replies.forEach((reply, i) => {
+    const label = masters[i]!.label;
+    if (reply === undefined) failed.push(`${label} (no answer yet)`);
+    else if (!reply.ok) failed.push(`${label} (${errorMessage(reply.error).replace(/^Redis could not be reached: /, '')})`);
+    else answered.push(label);
+  });
+  const quorum = quorumOf(masters.length);
+  const closed = replies.some((reply) => reply && !reply.ok && reply.error instanceof LockError && reply.error.code === 'ERR_LOCK_CLOSED');
+  if (closed) return new LockError('The LockClient was closed', { lockName, code: 'ERR_LOCK_CLOSED' });
+  const first = replies.find((reply) => reply && !reply.ok) as { error: unknown } | undefined;
+  return new LockError(
+    `${what}: no quorum (${quorum} of ${masters.length} masters needed, ${answered.length} answered): servers unreachable: ${failed.join(', ')}` +
+      (answered.length > 0 ? `; answered: ${answered.join(', ')}` : ''),
+    { lockName, code: 'ERR_LOCK_NO_QUORUM', cause: first?.error },
+  );
+}
