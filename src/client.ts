@@ -62,7 +62,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** The watchdog lease in milliseconds. */
   readonly leaseMs: number;
 
-  readonly #redis: RedisClient;
   readonly #owned: boolean;
   readonly #runtime: Runtime;
   readonly #lock: LockShared | undefined;
@@ -106,14 +105,13 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         subscriber: (connection) => this.#own(connection.duplicate(SUBSCRIBER_OPTIONS) as RedisClient),
       });
       this.#owned = !isRedisClient(servers[0]!.given);
-      this.#redis = redlock.connections[0]!;
       this.#made = this.#owned ? redlock.connections : [];
       this.#runtime = redlock.runtime;
       this.#redlock = redlock.shared;
       return;
     }
     this.#owned = !isRedisClient(redis);
-    const source = (this.#redis = isRedisClient(redis) ? redis : this.#own(openConnection(redis!)));
+    const source = isRedisClient(redis) ? redis : this.#own(openConnection(redis!));
     if (this.#owned) this.#made = [source];
     this.#runtime = new Runtime({
       clientId: this.id,

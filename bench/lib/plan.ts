@@ -24,6 +24,29 @@ export const TITLES: Record<ScenarioId, string> = {
   many: '5. Many locks: lock names each with 2 waiters, in one process',
 };
 
+/**
+ * The targets the report checks (docs/benchmarks.md, "Targets"), each a ratio or a count within one
+ * run, so that a shared machine's drift does not decide them. The labels are built from these.
+ */
+export const TARGETS = {
+  /** Scenario 1: relock's rate against the SET NX floor (floor-poll), the fastest peer, redis-semaphore. */
+  uncontended: { floor: 0.9, fastestPeer: 0.95, redisSemaphore: 0.85, scriptCalls: 2 },
+  /** Scenario 3: utilisation (time held / wall). */
+  contended: { utilisation: 0.8 },
+  /** Scenario 4: Redis CPU per acquisition max/min over the sizes, and commands per acquisition. */
+  herd: { cpuSpread: 1.5, commands: 20 },
+  /** Scenario 5: connections per client. */
+  many: { connections: 2 },
+  /** The fair lock: p99 wait against the best peer and floor-pubsub, utilisation against floor-pubsub, share overtaken, load. */
+  fair: { p99VsPeer: 0.4, p99VsFloor: 0.5, utilisationVsFloor: 0.95, overtaken: 0.005, commands: 22, scripts: 3, cpuSpread: 1.5 },
+  /** lock() against floor-pubsub in scenario 3. */
+  lock: { utilisationVsFloor: 0.95 },
+  /** bench/semaphore.ts: relock's semaphore against redis-semaphore's uncontended ops/s (at least level). */
+  semaphore: { opsVsPeer: 1 },
+  /** bench/rw-lock.ts: read-heavy throughput of readWriteLock() over lock(). */
+  rwLock: { readHeavyVsLock: 3 },
+} as const;
+
 /** Holds and queues of the herd and many-locks scenarios settle this long before the release. */
 export const HERD_SETTLE_MS = 150;
 export const MANY_SETTLE_MS = 500;

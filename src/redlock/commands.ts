@@ -1,6 +1,5 @@
 // The lock's scripts on every master, each outcome decided by the majority: the typed wrappers of a
 // Redlock lock, so nothing above compares raw numbers or counts replies.
-import { LockError } from '../errors.ts';
 import * as lua from '../generated/redlock.ts';
 import type { LockReads } from '../lock-base.ts';
 import { forceRelease, reenter, release, renew, toToken } from '../lock/commands.ts';

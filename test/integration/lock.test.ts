@@ -1,5 +1,5 @@
 import * as assert from 'uvu/assert';
-import { LockClient, LockLostError, LockNotHeldError, LockTimeoutError, type Lease } from '../../src/index.ts';
+import { LockLostError, LockNotHeldError, LockTimeoutError } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { commandStats, setup, sleep } from '../helpers/fixture.ts';
 

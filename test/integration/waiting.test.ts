@@ -1,6 +1,6 @@
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { LockClient, LockError, LockLostError, LockNotHeldError, LockTimeoutError } from '../../src/index.ts';
+import { LockClient, LockError, LockLostError, LockNotHeldError } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { commandStats, setup, sleep } from '../helpers/fixture.ts';
 

@@ -4,7 +4,7 @@
 import * as assert from 'uvu/assert';
 import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
 import { Redis } from 'ioredis';
-import { LockClient, LockError, LockLostError, LockNotHeldError, LockTimeoutError, type AcquireTraceContext, type Lease, type Semaphore } from '../../../src/index.ts';
+import { LockClient, LockError, LockLostError, LockNotHeldError, LockTimeoutError, type AcquireTraceContext, type Lease } from '../../../src/index.ts';
 import * as lua from '../../../src/generated/semaphore.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { commandStats, setup, sleep } from '../../helpers/fixture.ts';
