@@ -55,20 +55,17 @@ export async function closeConnection(redis: RedisClient): Promise<void> {
 
 /**
  * The subscriber connections of a client of one server or a Cluster, opened with `own` (which
- * reports their errors through the client): one shared subscriber, a duplicate of `source` with
- * SUBSCRIBER_OPTIONS; on a Cluster, a connection per master for sharded pub/sub, the user's
- * redisOptions (auth, TLS) under relock's, with no reconnection of its own (the subscriber follows
- * the slot to wherever it is served now).
+ * reports their errors through the client): on one server, one shared subscriber, a duplicate of
+ * `source` with SUBSCRIBER_OPTIONS; on a Cluster, connections to its masters (one per master with
+ * waiters for sharded pub/sub, else one to any master), the user's redisOptions (auth, TLS) under
+ * relock's, with no reconnection of their own (the subscriber follows the slot to wherever it is
+ * served now, or moves to another master).
  */
 export function subscriberConnections(source: RedisClient, own: (connection: RedisClient) => RedisClient) {
   return {
-    connectSubscriber: () =>
-      own(
-        (source.isCluster === true
-          ? // ioredis 5 replaces redisOptions wholesale on duplicate(): keep the user's (auth, TLS).
-            source.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS } })
-          : source.duplicate(SUBSCRIBER_OPTIONS)) as RedisClient,
-      ),
+    // One server: a duplicate of its connection. (A Cluster subscribes on connections of its own to
+    // its masters, connectNode: sharded per master, or one to any master without sharded pub/sub.)
+    connectSubscriber: () => own(source.duplicate(SUBSCRIBER_OPTIONS) as RedisClient),
     connectNode: (host: string, port: number) =>
       own(new Redis({ ...source.options?.redisOptions, ...SUBSCRIBER_OPTIONS, lazyConnect: false, retryStrategy: () => null, host, port } as never) as unknown as RedisClient),
   };

@@ -38,6 +38,13 @@ export interface RuntimeOptions {
   readonly clock?: Clock | undefined;
 }
 
+/** A subscriber connection to one master of a Cluster, at random among those it knows. */
+function anyMaster(cluster: RedisClient, connectNode: (host: string, port: number) => RedisClient): RedisClient {
+  const masters = (cluster as unknown as { nodes(role: 'master'): { readonly options: { readonly host?: string; readonly port?: number } }[] }).nodes('master');
+  const node = masters[Math.floor(Math.random() * masters.length)]?.options;
+  return connectNode(node?.host ?? '127.0.0.1', node?.port ?? 6379);
+}
+
 export class Runtime {
   readonly clientId: string;
   readonly leaseMs: number;
@@ -83,9 +90,16 @@ export class Runtime {
     this.runner = new ScriptRunner(options.redis, this.#closer.signal);
     this.waiting = new WaitingRoom(this.clientId);
     const plain = connectionTransport(options.connectSubscriber);
+    const connectNode = options.connectNode;
     const transport =
-      this.cluster && options.connectNode
-        ? clusterTransport(() => this.runner.sharded(), shardTransport(clusterTopology(options.redis), options.connectNode), plain)
+      this.cluster && connectNode
+        ? clusterTransport(
+            () => this.runner.sharded(),
+            shardTransport(clusterTopology(options.redis), connectNode),
+            // Without sharded pub/sub: one connection to any master, replaced when it ends (ioredis's own
+            // Cluster subscriber moves silently, and what was published meanwhile would go unnoticed).
+            connectionTransport(() => anyMaster(options.redis, connectNode), true),
+          )
         : plain;
     this.#subscriber = new Subscriber(transport, this.waiting, onError);
     this.waiting.attach(this.#subscriber);

@@ -30,15 +30,32 @@ export interface TransportEvents {
 /** Makes the transport on first use: the subscriber opens nothing before the first wait. */
 export type TransportFactory = (events: TransportEvents) => Transport;
 
-/** One connection for every channel (SUBSCRIBE); resubscribes itself after a reconnect. */
-export function connectionTransport(connect: () => RedisClient): TransportFactory {
+/** How long a connection that ended for good is replaced after (replaceOnEnd). */
+const REPLACE_AFTER_MS = 100;
+
+/**
+ * One connection for every channel (SUBSCRIBE); resubscribes itself after a reconnect. With
+ * `replaceOnEnd`, `connect` opens a connection that does not reconnect (one node of a Cluster
+ * without sharded pub/sub, which the cluster bus carries every PUBLISH to): when it ends, another
+ * is opened (`connect` picks the node) and, once ready, subscribed again as after a reconnect.
+ */
+export function connectionTransport(connect: () => RedisClient, replaceOnEnd = false): TransportFactory {
   return (events) => {
     const channels = new Set<string>();
     let connection: RedisClient | undefined;
     let readyOnce = false;
+    let closed = false;
     const open = (): RedisClient => {
       if (connection) return connection;
       const opened = connect();
+      if (replaceOnEnd) {
+        opened.on('end', () => {
+          if (connection !== opened || closed) return;
+          connection = undefined;
+          log('subscriber connection ended; replacing it');
+          setTimeout(() => !closed && !connection && channels.size > 0 && open(), REPLACE_AFTER_MS).unref();
+        });
+      }
       // Its 'error' events are the connect factory's to report (the client listens on every connection it makes).
       opened.on('message', (channel: string, message: string) => events.message(channel, message));
       opened.on('ready', () => {
@@ -75,6 +92,7 @@ export function connectionTransport(connect: () => RedisClient): TransportFactor
         connection?.unsubscribe(channel).catch((error: Error) => log('unsubscribe %s failed: %s', channel, error.message));
       },
       close() {
+        closed = true;
         channels.clear();
         connection?.disconnect();
         connection = undefined;

@@ -74,7 +74,9 @@ export function latchContract(label: string, start: () => Promise<LatchServers>)
       const [latch] = latches(s.client);
       const before = await scriptCalls();
       await within(latch!.wait(), 1_000, 'wait() on an open latch');
-      assert.is((await scriptCalls()) - before, 1);
+      // One EVALSHA; on a Cluster master that has not run the script yet, its EVAL after NOSCRIPT too.
+      const calls = (await scriptCalls()) - before;
+      assert.ok(calls === 1 || (calls === 2 && s.servers.admins.length > 1), `${calls} script calls`);
     });
 
     it('wakes every waiter of every client at 0 by one message, not by polling', async () => {

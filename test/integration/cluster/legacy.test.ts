@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { LockClient, LockError } from '../../../src/index.ts';
 import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
-import { calls, closeAdmins, plainSubscriptions, shardConnections } from './support.ts';
+import { admin, calls, closeAdmins, plainSubscriptions, shardConnections } from './support.ts';
 
 let cluster: RedisCluster;
 const clients: LockClient[] = [];
@@ -42,6 +42,20 @@ describe('Redis Cluster without sharded pub/sub (no SPUBLISH)', (it) => {
     const after = (await Promise.all(cluster.nodes.map((node) => calls(node, 'publish')))).reduce((x, y) => x + y, 0);
     assert.ok(after - published >= names.length, `${after - published} PUBLISH for ${names.length} releases`);
     await Promise.all(leases.map((lease) => lease.release()));
+  });
+
+  it('wakes a waiter whose subscriber connection was killed while the release was published', async () => {
+    const [a, b] = [client(), client()];
+    const name = uniqueName();
+    const held = await a.lock(name).acquire();
+    const waiting = b.lock(name).acquire();
+    await eventually(() => b.waiting === 1, 'queued');
+    // The subscriber goes, and the release is published while it is away: the message is lost.
+    await Promise.all(cluster.nodes.map((node) => admin(node).call('CLIENT', 'KILL', 'TYPE', 'pubsub')));
+    await held.release();
+    // The holder's lease is 10 s: let through within 3 s means the new subscriber made it try again.
+    const lease = await within(waiting, 3_000, 'the waiter, after its subscriber came back');
+    await lease.release();
   });
 
   it('refuses the fair lock with ERR_LOCK_UNSUPPORTED at its first acquire, and leaves nothing behind', async () => {
