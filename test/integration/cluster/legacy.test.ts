@@ -18,7 +18,9 @@ const client = () => {
 
 describe('Redis Cluster without sharded pub/sub (no SPUBLISH)', (it) => {
   it.before(async () => {
-    cluster = await startCluster({ masters: 3, args: ['--rename-command', 'SPUBLISH', ''] });
+    // On the server matrix's Redis 6.0 (test/servers.ts) the server itself has no SPUBLISH: renaming it would fail its start.
+    const legacy = process.env.RELOCK_SERVER === 'redis-6.0';
+    cluster = await startCluster({ masters: 3, args: legacy ? [] : ['--rename-command', 'SPUBLISH', ''] });
   });
   it.after(async () => {
     await Promise.all(clients.map((c) => c.close()));
