@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Cluster, type ClusterOptions } from 'ioredis';
+import type { It } from './describe.ts';
 import { freePort, startPrivateRedis, type RedisServer } from './redis.ts';
 
 export interface ClusterStartOptions {
@@ -182,5 +183,20 @@ export async function startCluster(options: number | ClusterStartOptions = {}): 
         }
       }
     },
+  };
+}
+
+/** Whether the servers under test have sharded pub/sub (Redis 7 and later, Valkey): not the server matrix's Redis 6.0. */
+export const SHARDED_PUBSUB = process.env.RELOCK_SERVER !== 'redis-6.0';
+
+/**
+ * `it` for a test of what only sharded pub/sub offers (SSUBSCRIBE per shard, the fair lock on a
+ * Cluster): on a server without it the test is listed as not applicable, not run (the fallback is
+ * legacy.test.ts's).
+ */
+export function shardedOnly(it: It): (name: string, body: () => void | Promise<void>, limitMs?: number) => void {
+  return (name, body, limitMs) => {
+    if (SHARDED_PUBSUB) it(name, body, limitMs);
+    else console.log(`  not applicable without sharded pub/sub (${process.env.RELOCK_SERVER}): ${name}`);
   };
 }

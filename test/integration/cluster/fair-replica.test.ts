@@ -5,7 +5,7 @@
 import * as assert from 'uvu/assert';
 import { LockClient } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { sleep } from '../../helpers/fixture.ts';
 import { admin, closeAdmins } from './support.ts';
@@ -19,7 +19,8 @@ const client = () => {
   return made;
 };
 
-describe('LockClient#fairLock on a Cluster shard with a replica', (it) => {
+// The fair lock needs sharded pub/sub on a Cluster: without it (Redis 6.0) it is refused, as names.test.ts checks.
+if (SHARDED_PUBSUB) describe('LockClient#fairLock on a Cluster shard with a replica', (it) => {
   it.before(async () => {
     cluster = await startCluster({ masters: 3, replicas: 1 });
   });

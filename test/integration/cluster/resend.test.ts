@@ -15,7 +15,7 @@ import { lockKeys } from '../../../src/lock/keys.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
 import { rwLockKeys } from '../../../src/rw-lock/keys.ts';
 import { semaphoreKeys } from '../../../src/semaphore/keys.ts';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { startProxy, type Proxy } from '../../helpers/proxy.ts';
 import type { RedisServer } from '../../helpers/redis.ts';
@@ -71,6 +71,7 @@ async function replyLost<T>(node: RedisServer, op: () => Promise<T>, ran: () => 
 const masterOf = (key: string) => cluster.masterOf(keySlot(key));
 
 describe('Redis Cluster: a script ioredis resends after a node connection closed', (it) => {
+  const sharded = shardedOnly(it);
   it.before(async () => {
     cluster = await startCluster({ masters: 3 });
     for (const node of cluster.nodes) proxies.set(node.port, await startProxy(node));
@@ -117,7 +118,7 @@ describe('Redis Cluster: a script ioredis resends after a node connection closed
     await releasedOnce(key, await lock.acquire(), async () => (await admin(node).exists(key)) === 0, async () => !(await lock.isLocked()));
   });
 
-  it('hands out a fair lock whose first acquire ran twice, and resolves its release that ran twice', async () => {
+  sharded('hands out a fair lock whose first acquire ran twice, and resolves its release that ran twice', async () => {
     const c = await warmClient();
     const lock = c.fairLock(uniqueName());
     await lock.isLocked();

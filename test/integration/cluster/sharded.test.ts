@@ -5,7 +5,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as assert from 'uvu/assert';
 import { LockClient, LockError, LockLostError, type RenewMessage } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { admin, calls, closeAdmins, plainSubscriptions, shardConnections, shardSubscribers } from './support.ts';
 
@@ -21,6 +21,7 @@ const channelOf = (name: string) => `relock:{${name}}:released`;
 const masters = async () => (await Promise.all(cluster.nodes.map(async (node) => ((await admin(node).info('replication')).includes('role:master') ? node : undefined)))).filter((node) => node !== undefined);
 
 describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it) => {
+  const sharded = shardedOnly(it);
   it.before(async () => {
     cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 2_000 });
   });
@@ -30,7 +31,7 @@ describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it)
     await cluster.stop();
   });
 
-  it('opens one subscriber connection per shard with waiters, and closes it when they are gone', async () => {
+  sharded('opens one subscriber connection per shard with waiters, and closes it when they are gone', async () => {
     const [a, b] = [client(), client()];
     const names = Array.from({ length: 12 }, () => uniqueName());
     const shards = new Set((await Promise.all(names.map((name) => cluster.masterOf(keySlot(channelOf(name)))))).map((node) => node.port));
@@ -56,7 +57,7 @@ describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it)
     assert.equal(keys.map(keySlot), slots);
   });
 
-  it('wakes a waiter by SPUBLISH on the shard of the lock, through SSUBSCRIBE on its master, never SUBSCRIBE', async () => {
+  sharded('wakes a waiter by SPUBLISH on the shard of the lock, through SSUBSCRIBE on its master, never SUBSCRIBE', async () => {
     const [a, b] = [client({ leaseMs: 10_000 }), client({ leaseMs: 10_000 })];
     const name = uniqueName();
     const master = await cluster.masterOf(keySlot(channelOf(name)));
@@ -154,7 +155,7 @@ describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it)
     assert.instance(lease.signal.reason, LockLostError);
   });
 
-  it('runs the fair lock: grants reach waiters over SPUBLISH, in arrival order', async () => {
+  sharded('runs the fair lock: grants reach waiters over SPUBLISH, in arrival order', async () => {
     const [a, b, c] = [client({ leaseMs: 10_000 }), client({ leaseMs: 10_000 }), client({ leaseMs: 10_000 })];
     const name = uniqueName();
     const master = await cluster.masterOf(keySlot(`relock:{${name}}`));
@@ -173,7 +174,7 @@ describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it)
     for (const node of cluster.nodes) assert.is((await plainSubscriptions(node)).connections, 0);
   });
 
-  it('wakes the waiters of a semaphore and of a read-write lock over SSUBSCRIBE too', async () => {
+  sharded('wakes the waiters of a semaphore and of a read-write lock over SSUBSCRIBE too', async () => {
     const [a, b] = [client({ leaseMs: 10_000 }), client({ leaseMs: 10_000 })];
     const [semName, rwName] = [uniqueName(), uniqueName()];
     const held = [await a.semaphore(semName, { permits: 1 }).acquire(), await a.readWriteLock(rwName).writeLock().acquire()];

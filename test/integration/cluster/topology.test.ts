@@ -5,7 +5,7 @@
 import * as assert from 'uvu/assert';
 import { LockClient } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { admin, closeAdmins, moveSlot, otherMaster, promote, shardSubscribers } from './support.ts';
 
@@ -39,6 +39,7 @@ async function releaseWakes(held: { release(): Promise<void> }, waiting: Promise
 }
 
 describe('Redis Cluster: a waiter follows its shard', (it) => {
+  const sharded = shardedOnly(it);
   it.before(async () => {
     cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 2_000 });
   });
@@ -48,7 +49,7 @@ describe('Redis Cluster: a waiter follows its shard', (it) => {
     await cluster.stop();
   });
 
-  it('follows a slot moved to another master mid-wait (SETSLOT MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE)', async () => {
+  sharded('follows a slot moved to another master mid-wait (SETSLOT MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE)', async () => {
     const name = uniqueName();
     const { slot, master, held, waiting } = await heldAndWaited(name);
     const target = await otherMaster(cluster, master);
@@ -59,7 +60,7 @@ describe('Redis Cluster: a waiter follows its shard', (it) => {
     await cluster.settled();
   });
 
-  it('follows a failover to the replica mid-wait (CLUSTER FAILOVER)', async () => {
+  sharded('follows a failover to the replica mid-wait (CLUSTER FAILOVER)', async () => {
     const name = uniqueName();
     const { master, held, waiting } = await heldAndWaited(name);
     const [replica] = await cluster.replicasOf(master);
@@ -69,7 +70,7 @@ describe('Redis Cluster: a waiter follows its shard', (it) => {
     await cluster.settled();
   });
 
-  it('subscribes again when its shard connection is killed mid-wait, and wakes every waiter to retry', async () => {
+  sharded('subscribes again when its shard connection is killed mid-wait, and wakes every waiter to retry', async () => {
     const name = uniqueName();
     const { b, master, held, waiting } = await heldAndWaited(name);
     await admin(master).call('CLIENT', 'KILL', 'TYPE', 'pubsub');
