@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LockClient, type CountDownLatch } from '../../src/index.ts';
 import { latchKeys } from '../../src/latch/keys.ts';
+import { busyFor } from '../helpers/busy.ts';
 import { describe } from '../helpers/describe.ts';
 import { startRedis, type RedisServer } from '../helpers/redis.ts';
 import { latchViolations, type LatchRound } from './checker.ts';
@@ -21,14 +22,6 @@ const COUNT = 24;
 const WAITERS_PER_CLIENT = 2;
 const WAKE_BOUND_MS = 2_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A script that keeps the server busy for ARGV[1] microseconds. */
-const BUSY = `
-local t = redis.call('TIME')
-local from = t[1] * 1000000 + t[2]
-repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - from >= tonumber(ARGV[1])
-return 1
-`;
 
 /** Counts a latch down; the negative control's does it with a bare DECR, which a resend applies twice. */
 type CountDown = (client: LockClient, latch: CountDownLatch) => Promise<number>;
@@ -78,7 +71,7 @@ function inject(server: RedisServer): Faults {
         .filter((line) => line.startsWith('id=') && !/ (sub|psub)=[1-9]/.test(line))
         .map((line) => Number(/^id=(\d+)/.exec(line)![1]))
         .filter((id) => !own.has(id));
-      const held = busy.eval(BUSY, 0, 60_000);
+      const held = busyFor(busy, 60);
       await sleep(45);
       const pipeline = killer.pipeline();
       for (const id of ids) pipeline.call('CLIENT', 'KILL', 'ID', String(id));

@@ -22,6 +22,7 @@ import { renew as rwRenew } from '../../src/generated/rw-lock.ts';
 import { renew as semRenew } from '../../src/generated/semaphore.ts';
 import { keySlot } from '../../src/runtime/slot.ts';
 import { startCluster, type RedisCluster } from '../helpers/cluster.ts';
+import { busyFor } from '../helpers/busy.ts';
 import { describe } from '../helpers/describe.ts';
 import type { RedisServer } from '../helpers/redis.ts';
 import { MODE, sized } from './harness.ts';
@@ -73,14 +74,6 @@ function freeze(rounds: number, ms: number, gapMs: number): () => Promise<Inject
   };
 }
 
-/** A script that keeps the server busy for ARGV[1] microseconds. */
-const BUSY = `
-local t = redis.call('TIME')
-local from = t[1] * 1000000 + t[2]
-repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - from >= tonumber(ARGV[1])
-return 1
-`;
-
 /**
  * Every 100-250 ms for `ms`: one master is kept busy for 60 ms by a script (the loops' commands pile
  * up in its sockets), and 45 ms into it every command connection of relock's on it (not a
@@ -113,7 +106,7 @@ function killConnections(ms: number): () => Promise<Injected> {
         .filter((line) => line.startsWith('id=') && !/ (sub|psub|ssub)=[1-9]/.test(line))
         .map((line) => Number(/^id=(\d+)/.exec(line)![1]))
         .filter((id) => !own.has(id));
-      const held = busy.eval(BUSY, 0, 60_000);
+      const held = busyFor(busy, 60);
       await sleep(45);
       faults++;
       const pipeline = killer.pipeline();
