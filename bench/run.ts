@@ -22,7 +22,7 @@ import { cases, FULL, QUICK, SCENARIOS, SLICES, traceCase, type Sizes } from './
 import type { ScenarioId } from './lib/protocol.ts';
 import { startRedis } from '../test/helpers/redis.ts';
 import { clean, serverInfo } from './lib/redis-stats.ts';
-import { relockVersion, writeReport, type Record_ } from './lib/report.ts';
+import { relockVersion, writeReport, type Record_, type ReportInput } from './lib/report.ts';
 import { openLog, runCase, runSliced, type CaseResult, type CaseSpec } from './lib/runner.ts';
 import { formatCase } from './lib/progress.ts';
 
@@ -45,22 +45,10 @@ const full = !values.quick && !values.runs && !only && !values.scenarios;
 const resultsDir = join(here, 'results');
 mkdirSync(resultsDir, { recursive: true });
 
-/** Everything a report is made from: bench/results/results.json. */
-interface Saved {
-  sizes: Sizes;
-  redis: { version: string; ioThreads: string };
-  seconds: number;
-  records: Record_[];
+/** Everything a report is made from: bench/results/results.json (the libraries by id; the target folder is chosen when the report is written). */
+interface Saved extends Omit<ReportInput, 'adapters' | 'target'> {
   adapters: string[];
-  scenarios: ScenarioId[];
   full: boolean;
-  command: string;
-  date: string;
-  relock: string;
-  loadAtStart: number[];
-  loadAtEnd: number[];
-  /** The commit relock-0.1.0 was built from, when it ran. */
-  baseline?: string;
 }
 
 function report(saved: Saved): Promise<string[]> {

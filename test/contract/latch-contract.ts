@@ -7,7 +7,8 @@ import type { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
 import { LockClient, LockError, LockTimeoutError, type CountDownLatch } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats, sleep } from '../helpers/fixture.ts';
+import { scriptCalls as countScripts, sleep } from '../helpers/fixture.ts';
+import { onServers } from './servers.ts';
 
 /** The servers a latch suite runs on, started before its first test. */
 export interface LatchServers {
@@ -20,27 +21,14 @@ export interface LatchServers {
 
 export function latchContract(label: string, start: () => Promise<LatchServers>): void {
   describe(`Count-down latch contract: ${label}`, (it) => {
-    const s = {} as { servers: LatchServers; client: LockClient; other: LockClient };
-    it.before(async () => {
-      s.servers = await start();
-      s.client = s.servers.client();
-      s.other = s.servers.client();
-    });
-    it.after(() => s.servers.stop());
+    const s = onServers(it, start);
     /** The same fresh latch on each client given. */
     const latches = (...clients: LockClient[]): CountDownLatch[] => {
       const name = uniqueName('latch');
       return clients.map((client) => client.countDownLatch(name));
     };
     /** Script calls over every server. */
-    const scriptCalls = async () => {
-      let calls = 0;
-      for (const admin of s.servers.admins) {
-        const stats = await commandStats(admin);
-        calls += (stats.evalsha ?? 0) + (stats.eval ?? 0);
-      }
-      return calls;
-    };
+    const scriptCalls = () => countScripts(...s.servers.admins);
     /** Keys under the latch's name on every server. */
     const keysOf = async (latch: CountDownLatch) => {
       const found: string[] = [];

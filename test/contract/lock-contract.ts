@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
 import { LockClient, LockLostError, LockNotHeldError, LockTimeoutError, type Lease, type Lock, type LockClientOptions } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats, setup, sleep } from '../helpers/fixture.ts';
+import { scriptCalls as countScripts, setup, sleep } from '../helpers/fixture.ts';
 
 export interface LockContractOptions {
   /**
@@ -65,10 +65,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       const name = uniqueName('contract');
       return [factory(mine, name), holder(theirs, name)];
     };
-    const scriptCalls = async () => {
-      const stats = await commandStats(s.f.admin);
-      return (stats.evalsha ?? 0) + (stats.eval ?? 0);
-    };
+    const scriptCalls = () => countScripts(s.f.admin);
     /** Resolves with the signal's reason once it aborts. */
     const aborted = (signal: AbortSignal, ms: number, what: string) =>
       within(

@@ -15,7 +15,8 @@ import type { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
 import { LockClient, LockLostError, LockNotHeldError, LockTimeoutError, type Lease, type Semaphore } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats, sleep } from '../helpers/fixture.ts';
+import { scriptCalls as countScripts, sleep } from '../helpers/fixture.ts';
+import { onServers } from './servers.ts';
 
 /** The servers a contract suite runs on, started before its first test. */
 export interface ContractServers {
@@ -35,27 +36,14 @@ export interface ContractServers {
  */
 export function semaphoreContract(label: string, start: () => Promise<ContractServers>): void {
   describe(`Lease contract: ${label}`, (it) => {
-    const s = {} as { servers: ContractServers; client: LockClient; other: LockClient };
-    it.before(async () => {
-      s.servers = await start();
-      s.client = s.servers.client();
-      s.other = s.servers.client();
-    });
-    it.after(() => s.servers.stop());
+    const s = onServers(it, start);
     /** The same fresh one-permit semaphore on each client given. */
     const semaphores = (...clients: LockClient[]): Semaphore[] => {
       const name = uniqueName('contract');
       return clients.map((client) => client.semaphore(name, { permits: 1 }));
     };
     /** Script calls over every server. */
-    const scriptCalls = async () => {
-      let calls = 0;
-      for (const admin of s.servers.admins) {
-        const stats = await commandStats(admin);
-        calls += (stats.evalsha ?? 0) + (stats.eval ?? 0);
-      }
-      return calls;
-    };
+    const scriptCalls = () => countScripts(...s.servers.admins);
 
     it('acquires a free semaphore: a lease with its name, a fencing token, holdCount 1 and a live signal', async () => {
       const [sem] = semaphores(s.client);

@@ -40,6 +40,16 @@ export async function commandStats(redis: Redis): Promise<Record<string, number>
   return stats;
 }
 
+/** Script calls (EVALSHA and EVAL) so far over every server given (INFO commandstats). */
+export async function scriptCalls(...admins: Redis[]): Promise<number> {
+  let calls = 0;
+  for (const admin of admins) {
+    const stats = await commandStats(admin);
+    calls += (stats.evalsha ?? 0) + (stats.eval ?? 0);
+  }
+  return calls;
+}
+
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A suite's fixture and two clients on it, filled in before the suite's first test. */

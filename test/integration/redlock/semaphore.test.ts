@@ -7,7 +7,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as assert from 'uvu/assert';
 import { LockClient, LockError, LockLostError, type Lease } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
-import { commandStats, sleep } from '../../helpers/fixture.ts';
+import { scriptCalls as countScripts, sleep } from '../../helpers/fixture.ts';
 import { setupMasters } from './masters.ts';
 
 const keysOf = (name: string) => {
@@ -241,14 +241,7 @@ describe('LockClient#semaphore on a Redlock client of 3 masters', (it) => {
       if ((message as { clientId: string }).clientId === client.id) wakes++;
     };
     subscribe('relock:wake', onWake);
-    const scriptCalls = async () => {
-      let calls = 0;
-      for (const admin of m.admins) {
-        const stats = await commandStats(admin);
-        calls += (stats.evalsha ?? 0) + (stats.eval ?? 0);
-      }
-      return calls;
-    };
+    const scriptCalls = () => countScripts(...m.admins);
     try {
       await held.release(); // 2 permits: 2 waiters
       await eventually(() => acquired.length === 2, 'two waiters have a permit each');

@@ -1,14 +1,11 @@
 import * as assert from 'uvu/assert';
 import { LockError } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
-import { commandStats, setup, sleep } from '../../helpers/fixture.ts';
+import { scriptCalls as countScripts, setup, sleep } from '../../helpers/fixture.ts';
 
 describe('ReadWriteLock: reentrancy, downgrade, upgrade', (it) => {
   const s = setup(it);
-  const scriptCalls = async () => {
-    const stats = await commandStats(s.f.admin);
-    return (stats.evalsha ?? 0) + (stats.eval ?? 0);
-  };
+  const scriptCalls = () => countScripts(s.f.admin);
 
   it('re-enters each side in its context, sharing the fencing token', async () => {
     const rw = s.client.readWriteLock(uniqueName('rw'));
