@@ -38,11 +38,17 @@ export interface RuntimeOptions {
   readonly clock?: Clock | undefined;
 }
 
-/** A subscriber connection to one master of a Cluster, at random among those it knows. */
+/**
+ * A subscriber connection to one master of a Cluster, at random among those it knows; none known
+ * (not connected yet, or every node lost) is an error, never a guess at some other server.
+ */
 function anyMaster(cluster: RedisClient, connectNode: (host: string, port: number) => RedisClient): RedisClient {
   const masters = (cluster as unknown as { nodes(role: 'master'): { readonly options: { readonly host?: string; readonly port?: number } }[] }).nodes('master');
   const node = masters[Math.floor(Math.random() * masters.length)]?.options;
-  return connectNode(node?.host ?? '127.0.0.1', node?.port ?? 6379);
+  if (node?.host === undefined || node.port === undefined) {
+    throw new LockError('Redis could not be reached: the Cluster knows no master to subscribe on', { code: 'ERR_LOCK_UNREACHABLE' });
+  }
+  return connectNode(node.host, node.port);
 }
 
 export class Runtime {

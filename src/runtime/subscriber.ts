@@ -45,6 +45,18 @@ export function connectionTransport(connect: () => RedisClient, replaceOnEnd = f
     let connection: RedisClient | undefined;
     let readyOnce = false;
     let closed = false;
+    /** Opens the next connection a moment later (its first 'ready' resubscribes); tries again while it cannot. */
+    const replace = (): void => {
+      setTimeout(() => {
+        if (closed || connection || channels.size === 0) return;
+        try {
+          open();
+        } catch (error) {
+          events.error(error as Error);
+          replace();
+        }
+      }, REPLACE_AFTER_MS).unref();
+    };
     const open = (): RedisClient => {
       if (connection) return connection;
       const opened = connect();
@@ -53,7 +65,7 @@ export function connectionTransport(connect: () => RedisClient, replaceOnEnd = f
           if (connection !== opened || closed) return;
           connection = undefined;
           log('subscriber connection ended; replacing it');
-          setTimeout(() => !closed && !connection && channels.size > 0 && open(), REPLACE_AFTER_MS).unref();
+          replace();
         });
       }
       // Its 'error' events are the connect factory's to report (the client listens on every connection it makes).
