@@ -6,7 +6,7 @@ import { debuglog } from 'node:util';
 import { LockError, type LockLostError } from '../errors.ts';
 import type { RedisClient } from '../options.ts';
 import { Context } from './context.ts';
-import { ScriptRunner, SHARDED_PUBLISH } from './script.ts';
+import { errorMessage, ScriptRunner, SHARDED_PUBLISH } from './script.ts';
 import { clusterTopology, clusterTransport } from './cluster.ts';
 import { shardTransport } from './shards.ts';
 import { keySlot } from './slot.ts';
@@ -123,7 +123,15 @@ export class Runtime {
    * have it, or rejects with `ERR_LOCK_REPLICATION` when fewer did within `replicaTimeoutMs`.
    */
   async replicate(key: string, name: string): Promise<void> {
-    const acknowledged = await this.runner.waitReplicas(key, this.replicas, this.replicaTimeoutMs);
+    const acknowledged = await this.runner.waitReplicas(key, this.replicas, this.replicaTimeoutMs).catch((error: unknown) => {
+      // A server (or service) without WAIT cannot sync replicas: say so, with its own code.
+      if (!/unknown command/i.test(errorMessage(error))) throw error;
+      throw new LockError(`Lock "${name}": \`replicas\` needs the WAIT command, which this server does not have (a managed service may block it): the lock was given back; use replicas: 0 there`, {
+        cause: error,
+        lockName: name,
+        code: 'ERR_LOCK_UNSUPPORTED',
+      });
+    });
     if (acknowledged >= this.replicas) return;
     throw new LockError(
       `Lock "${name}" was acquired, but only ${acknowledged} of the ${this.replicas} replicas required acknowledged it within ${this.replicaTimeoutMs} ms: it was given back`,
