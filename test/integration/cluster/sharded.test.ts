@@ -33,9 +33,17 @@ describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it)
 
   sharded('opens one subscriber connection per shard with waiters, and closes it when they are gone', async () => {
     const [a, b] = [client(), client()];
-    const names = Array.from({ length: 12 }, () => uniqueName());
-    const shards = new Set((await Promise.all(names.map((name) => cluster.masterOf(keySlot(channelOf(name)))))).map((node) => node.port));
-    assert.is(shards.size, 3, 'the names spread over every master');
+    // 4 names on each master (12 names drawn at random missed one master 2 % of the time).
+    const names: string[] = [];
+    const perMaster = new Map<number, number>();
+    while (names.length < 12) {
+      const name = uniqueName();
+      const port = (await cluster.masterOf(keySlot(channelOf(name)))).port;
+      if ((perMaster.get(port) ?? 0) >= 4) continue;
+      perMaster.set(port, (perMaster.get(port) ?? 0) + 1);
+      names.push(name);
+    }
+    assert.is(perMaster.size, 3, 'the names spread over every master');
     const held = await Promise.all(names.map((name) => a.lock(name).acquire()));
     const count = async () => Promise.all((await masters()).map(shardConnections));
     // First in the file: no shard connection of an earlier test is left (they close after 2 s idle).
