@@ -11,6 +11,9 @@ import type { RedisClient, RedisConnectionOptions } from './options.ts';
  * an answer (a partition, a frozen server), instead of ioredis's 20 retries and no time limit.
  */
 export const CONNECTION_DEFAULTS = Object.freeze({
+  // No CLIENT SETINFO on connect (ioredis 5.4+): the least-privilege ACL user has no CLIENT, and
+  // Redis 7.2+ and Valkey would log each refusal in ACL LOG. A user's own option says otherwise.
+  disableClientInfo: true,
   maxRetriesPerRequest: 2,
   connectTimeout: 2_000,
   commandTimeout: 5_000,
@@ -19,10 +22,12 @@ export const CONNECTION_DEFAULTS = Object.freeze({
 
 /**
  * What relock's subscriber needs whatever the user's options say: it connects at the first wait,
- * queues SUBSCRIBE until connected, resubscribes itself and reconnects.
+ * queues SUBSCRIBE until connected, resubscribes itself and reconnects, and sends no CLIENT
+ * command (SUBSCRIBE and its kin are all it runs).
  */
 export const SUBSCRIBER_OPTIONS = {
   lazyConnect: true,
+  disableClientInfo: true,
   autoResubscribe: false,
   enableOfflineQueue: true,
   maxRetriesPerRequest: CONNECTION_DEFAULTS.maxRetriesPerRequest,

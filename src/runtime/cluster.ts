@@ -15,16 +15,27 @@ export interface Topology {
 /** The parts of an ioredis Cluster the topology reads (ioredis 5 and 6 both have them). */
 interface ClusterLike {
   readonly slots?: readonly (readonly string[] | undefined)[];
+  /** The address a node is reached at, through the Cluster's natMap (ioredis 5 and 6). */
+  natMapper?(key: string): { readonly host: string; readonly port: number };
   refreshSlotsCache?(callback: (error?: Error | null) => void): void;
   on(event: 'refresh', listener: () => void): unknown;
   off(event: 'refresh', listener: () => void): unknown;
 }
 
-/** The topology of an ioredis Cluster, from its slot cache (keys are already NAT-mapped). */
+/**
+ * The topology of an ioredis Cluster, from its slot cache. The cache holds NAT-mapped addresses but
+ * for the slots of a MOVED reply, which ioredis writes there as Redis sent them (redis/ioredis#1582):
+ * each address goes through the natMap again (a mapped one is no key of it and stays as it is).
+ */
 export function clusterTopology(cluster: unknown): Topology {
   const c = cluster as ClusterLike;
+  const reached = (node: string | undefined) => {
+    if (node === undefined || typeof c.natMapper !== 'function') return node;
+    const { host, port } = c.natMapper(node);
+    return `${host}:${port}`;
+  };
   return {
-    owner: (slot) => c.slots?.[slot]?.[0],
+    owner: (slot) => reached(c.slots?.[slot]?.[0]),
     refresh: () =>
       new Promise<void>((resolve) => {
         if (typeof c.refreshSlotsCache !== 'function') return resolve();

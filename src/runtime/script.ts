@@ -92,9 +92,13 @@ export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** A reply error from Redis (the server answered), as opposed to a connection that failed. */
+/**
+ * A reply error from Redis (the server answered), as opposed to a connection that failed. "max number
+ * of clients reached" comes as the reply to a connection's first command, but it is a refused
+ * connection (Redis closes it right after): a connection that failed.
+ */
 export function isReplyError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError';
+  return error instanceof Error && error.name === 'ReplyError' && !/max number of clients reached/i.test(error.message);
 }
 
 /** An ACL refusal, of a command, a key or a channel. */

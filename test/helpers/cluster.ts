@@ -7,7 +7,7 @@ import type { It } from './describe.ts';
 import { freePort, startPrivateRedis, type RedisServer } from './redis.ts';
 
 export interface ClusterStartOptions {
-  /** @default 3 */
+  /** 1 (without replicas) or 3 and more, as redis-cli creates them. @default 3 */
   readonly masters?: number;
   /** Replicas per master. @default 0 */
   readonly replicas?: number;
@@ -140,9 +140,17 @@ export async function startCluster(options: number | ClusterStartOptions = {}): 
         }),
       );
     }
-    await promisify(execFile)('redis-cli', [
-      '--cluster', 'create', ...nodes.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', String(replicas), '--cluster-yes',
-    ]);
+    if (masters === 1 && replicas === 0) {
+      // redis-cli creates clusters of 3 masters or more: one master is given every slot by hand (and
+      // its address: a node that met no other does not know its own IP).
+      await adminOf(nodes[0]!).call('CONFIG', 'SET', 'cluster-announce-ip', nodes[0]!.host);
+      const slots = Array.from({ length: 16_384 }, (_, slot) => slot);
+      await adminOf(nodes[0]!).call('CLUSTER', 'ADDSLOTS', ...slots);
+    } else {
+      await promisify(execFile)('redis-cli', [
+        '--cluster', 'create', ...nodes.map((node) => `${node.host}:${node.port}`), '--cluster-replicas', String(replicas), '--cluster-yes',
+      ]);
+    }
     // Wait until every node agrees the cluster is up and every replica is attached and in sync.
     const until = Date.now() + 30_000;
     for (;;) {

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
 import * as scripts from '../../src/generated/lock.ts';
 import { LockClient, LockError, type Lease } from '../../src/index.ts';
-import { createRelockUser, relockCommands } from '../helpers/acl.ts';
+import { CHANNEL_ACL, channelAclOnly, createRelockUser, relockCommands } from '../helpers/acl.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { sleep } from '../helpers/fixture.ts';
 import { freePort, startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
@@ -64,6 +64,7 @@ async function exerciseCore(a: LockClient, b: LockClient): Promise<void> {
 }
 
 describe('Security: least-privilege ACL user', (it) => {
+  const channelAcl = channelAclOnly(it);
   let server: RedisServer;
   let admin: Redis;
   const clients: LockClient[] = [];
@@ -91,8 +92,8 @@ describe('Security: least-privilege ACL user', (it) => {
     await exerciseCore(a, b);
     await a.close();
     await b.close();
-    // The only command refused is the optional CONFIG GET of the eviction check.
-    const denied = (await aclLog(admin)).filter((entry) => entry.object !== 'config|get');
+    // The only command refused is the optional CONFIG GET of the eviction check (logged as "config" on Redis 6.0).
+    const denied = (await aclLog(admin)).filter((entry) => !/^config(\|get)?$/.test(String(entry.object)));
     assert.equal(denied, [], `relock needed more than ${relockCommands().join(' ')}`);
   });
 
@@ -106,7 +107,7 @@ describe('Security: least-privilege ACL user', (it) => {
       assert.match((await rejects(raw.call('FLUSHALL'))).message, /NOPERM/);
       assert.match((await rejects(raw.call('KEYS', '*'))).message, /NOPERM/);
       assert.match((await rejects(raw.eval("return redis.call('SET', KEYS[1], '1')", 1, 'other:key'))).message, /NOPERM|permission/i);
-      assert.match((await rejects(raw.call('PUBLISH', 'other:channel', 'x'))).message, /NOPERM/);
+      if (CHANNEL_ACL) assert.match((await rejects(raw.call('PUBLISH', 'other:channel', 'x'))).message, /NOPERM/);
       assert.is(await admin.exists('other:key'), 0);
     } finally {
       raw.disconnect();
@@ -123,7 +124,7 @@ describe('Security: least-privilege ACL user', (it) => {
     assert.match(error.message, /NOPERM|permission/i);
   });
 
-  it('refuses the release of a user without channel permission with nothing changed', async () => {
+  channelAcl('refuses the release of a user without channel permission with nothing changed', async () => {
     const noChannels = await createRelockUser(admin, 'relock-no-channels-release', { channels: false });
     const c = client(noChannels.options);
     const name = uniqueName();
@@ -136,7 +137,7 @@ describe('Security: least-privilege ACL user', (it) => {
     assert.is(await admin.del(`relock:{${name}}`), 1);
   });
 
-  it('gives a user without channel permission a clear error at the first wait, not a silent hang', async () => {
+  channelAcl('gives a user without channel permission a clear error at the first wait, not a silent hang', async () => {
     const full = await createRelockUser(admin, 'relock-full');
     const noChannels = await createRelockUser(admin, 'relock-no-channels', { channels: false });
     const holder = client(full.options);

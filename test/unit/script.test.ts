@@ -190,6 +190,26 @@ describe('ScriptRunner unreachable and closed', (it) => {
     assert.not.ok(runner.ready);
   });
 
+  it('gives a connection refused with "max number of clients reached" the code ERR_LOCK_UNREACHABLE, not a reply error', async () => {
+    const full = await startPrivateRedis();
+    const admin = full.connect();
+    try {
+      await admin.config('SET', 'maxclients', '1'); // the admin connection is the one client
+      const late = new Redis({ port: full.port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, enableReadyCheck: false, disableClientInfo: true });
+      late.on('error', () => undefined);
+      try {
+        const error = await rejects(runners(late).run(echo, ['k'], ['a', 1]));
+        assert.is(error.code, 'ERR_LOCK_UNREACHABLE', error.message);
+        assert.match(error.message, /max number of clients reached/);
+      } finally {
+        late.disconnect();
+      }
+    } finally {
+      admin.disconnect();
+      await full.stop();
+    }
+  });
+
   it('gives a failure after the client closed the code ERR_LOCK_CLOSED', async () => {
     const closer = new AbortController();
     const runner = runners(nowhere, closer.signal);

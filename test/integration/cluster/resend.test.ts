@@ -3,6 +3,10 @@
 // without a 'close' event of its own. Here the node's replies are held by a proxy while the script
 // runs, then the connection is cut: the first run went through, its reply is lost, the second run
 // answers. Every kind's first acquire and release must come out as if it had run once.
+// One master: the Cluster resends to a random node, and a MOVED through natMap leaves the unmapped
+// address in ioredis's slot map (redis/ioredis#1582), so with several masters a resend could bounce
+// between nodes until "Too many Cluster redirections" (seen 1 run in 14 here). One master serving
+// every slot gets the resend itself, as a deployment without natMap does.
 import * as assert from 'uvu/assert';
 import { Cluster } from 'ioredis';
 import { fairLockKeys } from '../../../src/fair-lock/keys.ts';
@@ -61,6 +65,15 @@ async function replyLost<T>(node: RedisServer, op: () => Promise<T>, ran: () => 
   running.catch(() => undefined);
   try {
     await eventually(ran, 'the script ran on the node');
+  } catch (error) {
+    // What each connection of the newest client was doing: a command queued offline, or sent and unanswered.
+    const redis = clusters.at(-1)!;
+    const nodes = redis.nodes('all').map((n) => {
+      const q = n as unknown as { status: string; offlineQueue: { length: number }; commandQueue: { length: number }; options: { port: number } };
+      return `${q.options.port} ${q.status} offline ${q.offlineQueue.length} sent ${q.commandQueue.length}`;
+    });
+    (error as Error).message += ` [cluster ${redis.status}; proxy of ${node.port}: ${proxy.connections} connections; nodes: ${nodes.join(', ')}]`;
+    throw error;
   } finally {
     proxy.cut();
     proxy.pass();
@@ -73,7 +86,7 @@ const masterOf = (key: string) => cluster.masterOf(keySlot(key));
 describe('Redis Cluster: a script ioredis resends after a node connection closed', (it) => {
   const sharded = shardedOnly(it);
   it.before(async () => {
-    cluster = await startCluster({ masters: 3 });
+    cluster = await startCluster({ masters: 1 });
     for (const node of cluster.nodes) proxies.set(node.port, await startProxy(node));
     // Every script loaded everywhere: an EVALSHA answered NOSCRIPT would wait for its held reply.
     const sources = [lockLua, fairLua, rwLua, semLua].flatMap((module) => Object.values(module).map((script) => (script as { source: string }).source));
