@@ -2,25 +2,17 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from './api.ts';
-import { closeConnection, openConnection, SUBSCRIBER_OPTIONS, subscriberConnections } from './connections.ts';
+import { ioredisPort, openConnection } from './port/ioredis.ts';
+import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
-import { FairLockImpl } from './fair-lock/fair-lock.ts';
-import { CountDownLatchImpl, createLatchShared, type LatchShared } from './latch/latch.ts';
-import { createFairShared, type FairShared } from './fair-lock/shared.ts';
-import { createLockShared, LockImpl, type LockShared } from './lock/lock.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
-import type { LockClientOptions, RedisClient, SemaphoreOptions } from './options.ts';
-import { Runtime } from './runtime/runtime.ts';
-import { watchConnection } from './runtime/script.ts';
-import { createSemaphoreShared, SemaphoreImpl, type SemaphoreShared } from './semaphore/semaphore.ts';
-import { ReadWriteLockImpl } from './rw-lock/rw-lock.ts';
-import { createRwShared, type RwShared } from './rw-lock/shared.ts';
-import { createRedlockRwShared } from './redlock/rw-lock.ts';
-import { createRedlockFairShared, RedlockFairLockImpl, type RedlockFairShared } from './redlock/fair-lock.ts';
-import { RedlockImpl, type RedlockShared } from './redlock/lock.ts';
+import type { LockClientOptions, RedisClient, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
 import { checkServers } from './redlock/servers.ts';
 import { createRedlock } from './redlock/setup.ts';
-import { createRedlockSemaphoreShared, redlockSemaphore } from './redlock/semaphore.ts';
+import { Runtime } from './runtime/runtime.ts';
+import type { Backend } from './topology/backend.ts';
+import { quorumBackend } from './topology/quorum.ts';
+import { singleBackend } from './topology/single.ts';
 import { checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
@@ -64,17 +56,10 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   readonly #owned: boolean;
   readonly #runtime: Runtime;
-  readonly #lock: LockShared | undefined;
-  /** Set on a Redlock client (`redis` given as an array of masters). */
-  readonly #redlock: RedlockShared | undefined = undefined;
-  /** Every command connection this client made (several on a Redlock client). */
-  readonly #made: readonly RedisClient[] = [];
-  #fair: FairShared | undefined;
-  /** The fair locks' shared state on a Redlock client (a queue per master that serves as the gate). */
-  #redlockFair: RedlockFairShared | undefined;
-  #semaphore: SemaphoreShared | undefined;
-  #rw: RwShared | undefined;
-  #latch: LatchShared | undefined;
+  /** The kinds of this client's topology: one server or a Cluster, or a Redlock quorum. */
+  readonly #backend: Backend;
+  /** The command ports (several on a Redlock client): close() closes the connections relock made. */
+  readonly #ports: readonly RedisPort[];
   #closing: Promise<void> | undefined;
 
   /**
@@ -101,39 +86,37 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         leaseMs: this.leaseMs,
         fenceTtlMs,
         events: this as EventEmitter,
-        connect: ({ given }) => (isRedisClient(given) ? given : this.#own(openConnection(given))),
-        subscriber: (connection) => this.#own(connection.duplicate(SUBSCRIBER_OPTIONS) as RedisClient),
+        connect: ({ given }) => this.#port(given),
       });
       this.#owned = !isRedisClient(servers[0]!.given);
-      this.#made = this.#owned ? redlock.connections : [];
+      this.#ports = redlock.ports;
       this.#runtime = redlock.runtime;
-      this.#redlock = redlock.shared;
+      this.#backend = quorumBackend(redlock.shared);
       return;
     }
     this.#owned = !isRedisClient(redis);
-    const source = isRedisClient(redis) ? redis : this.#own(openConnection(redis!));
-    if (this.#owned) this.#made = [source];
+    const port = this.#port(redis!);
+    this.#ports = [port];
     this.#runtime = new Runtime({
       clientId: this.id,
       leaseMs: this.leaseMs,
       fenceTtlMs,
-      redis: source,
+      port,
       events: this as EventEmitter,
-      ...subscriberConnections(source, (connection) => this.#own(connection)),
       replicas,
       replicaTimeoutMs,
     });
-    this.#lock = createLockShared(this.#runtime);
+    this.#backend = singleBackend(this.#runtime);
   }
 
-  /** Connections this client made report their errors through the client instead of ioredis's console warning. */
-  #own(connection: RedisClient): RedisClient {
-    const watch = watchConnection(connection);
-    connection.on('error', (error: Error) => {
-      watch.lastError = error;
-      this.#runtime.error(error);
-    });
-    return connection;
+  /**
+   * The port over a client passed in, or over a connection made from a URL or options (owned: closed
+   * by close()). Connections this client makes report their errors through the client instead of
+   * ioredis's console warning.
+   */
+  #port(given: string | RedisClient | RedisConnectionOptions): RedisPort {
+    const owned = !isRedisClient(given);
+    return ioredisPort(owned ? openConnection(given as string | RedisConnectionOptions) : (given as RedisClient), owned, (error) => this.#runtime.error(error));
   }
 
   /**
@@ -143,8 +126,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * @throws {TypeError | RangeError} for a bad name.
    */
   lock(name: string): Lock {
-    if (this.#redlock) return new RedlockImpl(this.#redlock, this.prefix, checkName(name));
-    return new LockImpl(this.#lock!, this.prefix, checkName(name));
+    return this.#backend.lock(this.prefix, checkName(name));
   }
 
   /**
@@ -167,13 +149,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   fairLock(name: string): Lock {
-    const checked = checkName(name);
-    if (this.#redlock) {
-      this.#redlockFair ??= createRedlockFairShared(this.#redlock);
-      return new RedlockFairLockImpl(this.#redlockFair, this.prefix, checked);
-    }
-    this.#fair ??= createFairShared(this.#runtime);
-    return new FairLockImpl(this.#fair, this.prefix, checked);
+    return this.#backend.fairLock(this.prefix, checkName(name));
   }
 
   /**
@@ -212,10 +188,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   semaphore(name: string, options: SemaphoreOptions): Semaphore {
-    const checked = checkName(name);
-    this.#semaphore ??= this.#redlock ? createRedlockSemaphoreShared(this.#redlock) : createSemaphoreShared(this.#runtime);
-    if (this.#redlock) return redlockSemaphore(this.#semaphore, this.prefix, checked, options);
-    return new SemaphoreImpl(this.#semaphore, this.prefix, checked, options);
+    return this.#backend.semaphore(this.prefix, checkName(name), options);
   }
 
   /**
@@ -236,10 +209,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   readWriteLock(name: string): ReadWriteLock {
-    const checked = checkName(name);
-    // On a Redlock client: the same sides, their scripts run on every master (src/redlock/rw-lock.ts).
-    this.#rw ??= this.#redlock ? createRedlockRwShared(this.#redlock) : createRwShared(this.#runtime);
-    return new ReadWriteLockImpl(this.#rw, this.prefix, checked);
+    return this.#backend.readWriteLock(this.prefix, checkName(name));
   }
 
   /**
@@ -258,15 +228,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   countDownLatch(name: string): CountDownLatch {
-    const checked = checkName(name);
-    if (this.#redlock) {
-      throw new LockError(`countDownLatch("${checked}"): a Redlock client (redis given as an array of masters) has no count-down latch; use a client of one server or a Cluster`, {
-        lockName: checked,
-        code: 'ERR_LOCK_UNSUPPORTED',
-      });
-    }
-    this.#latch ??= createLatchShared(this.#runtime);
-    return new CountDownLatchImpl(this.#latch, this.prefix, checked);
+    return this.#backend.countDownLatch(this.prefix, checkName(name));
   }
 
   /** How many acquires of this client are waiting now (for monitoring). */
@@ -292,6 +254,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   async #close(): Promise<void> {
     this.#runtime.close(closedError(), new LockLostError('The LockClient was closed: its leases are no longer renewed'));
     if (!this.#owned) return;
-    await Promise.all(this.#made.map(closeConnection));
+    await Promise.all(this.#ports.map((port) => port.close()));
   }
 }

@@ -1,5 +1,5 @@
 // The public option types; validate.ts checks them before any I/O.
-import type { RedisOptions } from 'ioredis';
+import type { RedisOptions } from './port/ioredis.ts';
 
 /**
  * The parts of an ioredis `Redis` or `Cluster` that relock calls. Any ioredis 5 or 6 client fits;

@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { LockCommands } from '../../src/lock/commands.ts';
 import { lockKeys } from '../../src/lock/keys.ts';
 import type { RedisClient } from '../../src/options.ts';
+import { ioredisPort } from '../../src/port/ioredis.ts';
 import { ScriptRunner } from '../../src/runtime/script.ts';
 import { LEASE_MS, RETRY_MS, type Create } from './types.ts';
 
@@ -16,7 +17,7 @@ const FENCE_TTL_MS = 3_600_000;
 
 export const create: Create = async (url) => {
   const redis = new Redis(url);
-  const commands = new LockCommands(new ScriptRunner(redis as unknown as RedisClient, new AbortController().signal), 'publish');
+  const commands = new LockCommands(new ScriptRunner(ioredisPort(redis as unknown as RedisClient, false, () => undefined), new AbortController().signal), 'publish');
   const clientId = randomUUID();
   return {
     async acquire(name) {

@@ -108,17 +108,13 @@ class QueuedHold extends Hold {
     super(runtime, { name: quorum.name, key: quorum.key, renewer: quorum.renewer, scripts: QUEUED_SCRIPTS, renewable: false });
     this.quorum = quorum;
     this.gate = gate;
-    this.count = 1;
-    this.token = quorum.token;
-    this.held = true;
-    this.acquiredAt = quorum.acquiredAt;
+    this.heldAs(quorum.token, quorum.acquiredAt);
     // Not in the watchdog: the quorum hold is (renewed, or ended with its fixed lease). Its loss is
     // this hold's, and the gate's hold is given back then, so that the queue moves on (after close(),
     // it ends with its lease, as every hold of the client does).
     const { signal } = quorum;
     const lost = () => {
-      this.held = false;
-      this.lost ??= signal.reason as LockLostError;
+      this.endedBy(signal.reason as LockLostError);
       if (!runtime.closed.aborted) gate.giveBack().catch(noop);
     };
     if (signal.aborted) lost();
@@ -132,8 +128,14 @@ class QueuedHold extends Hold {
 
   /** The quorum hold's loss, checked against its local deadline now. */
   override check(): LockLostError | undefined {
-    this.lost ??= this.quorum.check();
+    const lost = this.quorum.check();
+    if (lost) this.endedBy(lost);
     return this.lost;
+  }
+
+  /** The quorum hold's loss, seen by its release: this hold ends with it. */
+  endedWith(lost: LockLostError | undefined): void {
+    if (lost) this.endedBy(lost);
   }
 }
 
@@ -149,7 +151,7 @@ const QUEUED_SCRIPTS: HoldScripts = {
     } catch (error) {
       // Unanswered (no quorum): the lease may release again; the gate's hold stays meanwhile.
       if (!(error instanceof LockNotHeldError)) throw error;
-      hold.lost ??= quorum.lost;
+      (hold as QueuedHold).endedWith(quorum.lost);
       outcome = { kind: 'gone' };
     }
     // Then the gate's hold: the next in line, granted by the gate, finds the quorum lock free.

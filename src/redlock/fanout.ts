@@ -2,7 +2,7 @@
 // face of one, so the runtime's Subscriber and WaitingRoom stay as they are. A release publishes on
 // every master with one unique message, delivered once a majority of masters has published it.
 import { EventEmitter } from 'node:events';
-import type { RedisClient } from '../options.ts';
+import type { SubscriberConnection } from '../port/port.ts';
 import { classify, isReplyError } from '../runtime/script.ts';
 import { count, noQuorum, type Master, type Reply } from './replies.ts';
 
@@ -23,12 +23,12 @@ interface Copies {
 }
 
 export class FanoutConnection extends EventEmitter {
-  readonly #connections: readonly RedisClient[];
+  readonly #connections: readonly SubscriberConnection[];
   readonly #quorum: number;
   readonly #masters: readonly Pick<Master, 'label'>[];
   readonly #copies = new Map<string, Copies>();
   /** Connections where a SUBSCRIBE failed: their first 'ready' must subscribe them. */
-  readonly #missed = new Set<RedisClient>();
+  readonly #missed = new Set<SubscriberConnection>();
   #readyOnce = false;
 
   /**
@@ -36,7 +36,7 @@ export class FanoutConnection extends EventEmitter {
    * @param quorum how many masters must confirm a subscription
    * @param labels host:port of each master, for errors
    */
-  constructor(connections: readonly RedisClient[], quorum: number, labels: readonly string[]) {
+  constructor(connections: readonly SubscriberConnection[], quorum: number, labels: readonly string[]) {
     super();
     this.#connections = connections;
     this.#quorum = quorum;

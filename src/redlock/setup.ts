@@ -1,8 +1,8 @@
-// Builds a Redlock client's runtime: the first master's connection is the runtime's own (its eviction
-// check, its connection state), every master gets a ScriptRunner, and the subscriber is one fan-out
+// Builds a Redlock client's runtime: the first master's port is the runtime's own (its connection
+// state), every master gets a ScriptRunner and an eviction check, and the subscriber is one fan-out
 // connection over a subscriber connection per master.
 import type { EventEmitter } from 'node:events';
-import type { RedisClient } from '../options.ts';
+import type { RedisPort, SubscriberConnection } from '../port/port.ts';
 import { Runtime } from '../runtime/runtime.ts';
 import { ScriptRunner } from '../runtime/script.ts';
 import { RedlockCommands } from './commands.ts';
@@ -17,36 +17,39 @@ export interface RedlockSetupOptions {
   readonly leaseMs: number;
   readonly fenceTtlMs: number;
   readonly events: EventEmitter;
-  /** The command connection of one master: the client passed in, or one the LockClient makes and owns. */
-  readonly connect: (server: RedlockServer) => RedisClient;
-  /** A subscriber connection duplicated from a master's command connection (owned by the LockClient). */
-  readonly subscriber: (connection: RedisClient) => RedisClient;
+  /** The port of one master: over the client passed in, or over one the LockClient makes and owns. */
+  readonly connect: (server: RedlockServer) => RedisPort;
 }
 
 export interface RedlockSetup {
   readonly runtime: Runtime;
   readonly shared: RedlockShared;
-  /** The command connections, in the order of the servers. */
-  readonly connections: readonly RedisClient[];
+  /** The masters' ports, in the order of the servers. */
+  readonly ports: readonly RedisPort[];
 }
 
 export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
-  const connections = options.servers.map((server) => options.connect(server));
-  const quorum = quorumOf(connections.length);
+  const ports = options.servers.map((server) => options.connect(server));
+  const quorum = quorumOf(ports.length);
   const runtime: Runtime = new Runtime({
     clientId: options.clientId,
     leaseMs: options.leaseMs,
     fenceTtlMs: options.fenceTtlMs,
-    redis: connections[0]!,
-    servers: connections.map((redis, i) => ({ redis, label: options.servers[i]!.label })),
+    port: ports[0]!,
+    servers: ports.map((port, i) => ({ port, label: options.servers[i]!.label })),
     events: options.events,
-    connectSubscriber: (): RedisClient => new FanoutConnection(connections.map(options.subscriber), quorum, options.servers.map((server) => server.label)) as unknown as RedisClient,
+    openSubscriber: (): SubscriberConnection =>
+      new FanoutConnection(
+        ports.map((port) => port.openSubscriber()),
+        quorum,
+        options.servers.map((server) => server.label),
+      ) as unknown as SubscriberConnection,
   });
-  const masters = connections.map(
-    (connection, i): Master => ({
-      runner: new ScriptRunner(connection, runtime.closed),
+  const masters = ports.map(
+    (port, i): Master => ({
+      runner: new ScriptRunner(port, runtime.closed),
       label: options.servers[i]!.label,
-      down: () => connection.status === 'reconnecting' || connection.status === 'close' || connection.status === 'end',
+      down: () => port.status === 'reconnecting' || port.status === 'close' || port.status === 'end',
     }),
   );
   const commands: RedlockCommands = new RedlockCommands(masters, runtime.publish);
@@ -62,5 +65,5 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
       return String(last);
     },
   };
-  return { runtime, shared, connections };
+  return { runtime, shared, ports };
 }

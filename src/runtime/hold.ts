@@ -49,14 +49,12 @@ export class Hold implements Renewable {
   readonly key: string;
   readonly owner: string;
   readonly renewer: Renewer;
-  renewable: boolean;
-  held = false;
-  deadline = Number.POSITIVE_INFINITY;
-  acquiredAt = Number.POSITIVE_INFINITY;
-  count = 0;
-  token = 0;
-  /** Why the hold was lost, once it was. */
-  lost: LockLostError | undefined;
+  readonly renewable: boolean;
+  #held = false;
+  #acquiredAt = Number.POSITIVE_INFINITY;
+  #count = 0;
+  #token = 0;
+  #lost: LockLostError | undefined;
   readonly #runtime: Runtime;
   readonly #scripts: HoldScripts;
   /** Made when someone first asks for the signal: most leases are released without anyone asking. */
@@ -75,9 +73,40 @@ export class Hold implements Renewable {
     this.owner = init.owner ?? `${runtime.clientId}:${randomUUID()}`;
   }
 
+  /** Whether the first acquisition went through and the hold is not lost or released. */
+  get held(): boolean {
+    return this.#held;
+  }
+
+  /** clock.now() when the acquire that took it was sent. */
+  get acquiredAt(): number {
+    return this.#acquiredAt;
+  }
+
+  /** The levels held (nested acquisitions), as Redis last answered. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** The fencing token of the first acquisition. */
+  get token(): number {
+    return this.#token;
+  }
+
+  /** Why the hold was lost, once it was. */
+  get lost(): LockLostError | undefined {
+    return this.#lost;
+  }
+
+  /** clock.now() by which the hold counts as lost: the watchdog's record. */
+  get deadline(): number {
+    return this.#runtime.watchdog.deadlineOf(this);
+  }
+
   lose(error: LockLostError): void {
-    if (this.lost) return;
-    this.lost = error;
+    this.#held = false;
+    if (this.#lost) return;
+    this.#lost = error;
     this.#controller?.abort(error);
     if (diagnostics.lost.hasSubscribers) diagnostics.lost.publish({ clientId: this.#runtime.clientId, name: this.name, error } satisfies LostMessage);
   }
@@ -125,11 +154,22 @@ export class Hold implements Renewable {
 
   /** The first acquisition went through: the command that took it was sent at `sentAt`. */
   acquired(token: number, sentAt: number, leaseMs: number): void {
-    this.count = 1;
-    this.token = token;
-    this.held = true;
-    this.acquiredAt = sentAt;
+    this.heldAs(token, sentAt);
     this.#runtime.watchdog.leaseFrom(this, sentAt, leaseMs);
+  }
+
+  /** Held at one level under `token` since `acquiredAt`, with no lease of its own (another hold's lease keeps it). */
+  protected heldAs(token: number, acquiredAt: number): void {
+    this.#count = 1;
+    this.#token = token;
+    this.#held = true;
+    this.#acquiredAt = acquiredAt;
+  }
+
+  /** Ends with a loss another hold signalled: not held any more, nothing signalled again. */
+  protected endedBy(error: LockLostError): void {
+    this.#held = false;
+    this.#lost ??= error;
   }
 
   /** Runs `fn` in an async context where this hold is the current one for its key. */
@@ -161,13 +201,13 @@ export class Hold implements Renewable {
       }
       if (outcome.kind === 'gone') {
         const error = new LockLostError(`Lock "${this.name}" was lost before a nested acquire`, { lockName: this.name });
-        this.count = 0;
+        this.#count = 0;
         watchdog.lose(this, error);
         throw error;
       }
-      this.count = outcome.count;
+      this.#count = outcome.count;
       // The script only ever lengthens a fixed lease; so does the local deadline.
-      if (leaseMs !== undefined && !this.renewable) watchdog.lengthen(this, sentAt, leaseMs);
+      if (leaseMs !== undefined && !watchdog.renews(this)) watchdog.lengthen(this, sentAt, leaseMs);
       return outcome.count;
     });
   }
@@ -200,13 +240,13 @@ export class Hold implements Renewable {
         outcome = { kind: 'released', left: 0 };
       }
       if (outcome.kind === 'gone') {
-        this.count = 0;
+        this.#count = 0;
         watchdog.lose(this, new LockLostError(`Lock "${this.name}" was lost before its release`, { lockName: this.name }));
         throw this.notHeld();
       }
-      this.count = outcome.left;
+      this.#count = outcome.left;
       if (outcome.left === 0) {
-        this.held = false;
+        this.#held = false;
         watchdog.delete(this);
       }
     });

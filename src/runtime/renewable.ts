@@ -15,21 +15,23 @@ export interface Renewer {
   readonly allowanceMs?: (leaseMs: number) => number;
 }
 
-/** What the watchdog needs of a hold. */
+/**
+ * What the watchdog needs of a hold: it reads these and never writes them (a hold's state has one
+ * writer, hold.ts); what it decides itself (the deadline, whether it still renews) is its own record.
+ */
 export interface Renewable {
   readonly name: string;
   /** The key that force-unlocking ends (loseKey). */
   readonly key: string;
   readonly owner: string;
   readonly renewer: Renewer;
-  /** Renewed by the watchdog (true) or a fixed lease that only ends (false). */
-  renewable: boolean;
+  /** Taken for the watchdog to renew (true) or on a fixed lease that only ends (false). */
+  readonly renewable: boolean;
   /** Whether the acquire went through; a renewal that finds nothing before that is no loss. */
-  held: boolean;
-  /** clock.now() by which the hold must count as lost. */
-  deadline: number;
+  readonly held: boolean;
   /** clock.now() when the acquire that took it was sent. */
-  acquiredAt: number;
+  readonly acquiredAt: number;
+  /** The hold is lost (not held any more); signals it once. */
   lose(error: LockLostError): void;
 }
 

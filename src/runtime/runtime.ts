@@ -4,10 +4,10 @@
 import type { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
 import { LockError, type LockLostError } from '../errors.ts';
-import type { RedisClient } from '../options.ts';
+import type { RedisPort, SubscriberConnection } from '../port/port.ts';
 import { Context } from './context.ts';
 import { errorMessage, ScriptRunner, SHARDED_PUBLISH } from './script.ts';
-import { clusterTopology, clusterTransport } from './cluster.ts';
+import { clusterTransport } from './cluster.ts';
 import { shardTransport } from './shards.ts';
 import { keySlot } from './slot.ts';
 import { connectionTransport, Subscriber } from './subscriber.ts';
@@ -21,12 +21,10 @@ export interface RuntimeOptions {
   readonly clientId: string;
   readonly leaseMs: number;
   readonly fenceTtlMs: number;
-  /** The command connection. */
-  readonly redis: RedisClient;
-  /** Opens the subscriber connection (at the first wait). */
-  readonly connectSubscriber: () => RedisClient;
-  /** On a Cluster: opens a subscriber connection to one master (sharded pub/sub, one per shard with waiters). */
-  readonly connectNode?: ((host: string, port: number) => RedisClient) | undefined;
+  /** The command connection (on a Redlock client, the first master's). */
+  readonly port: RedisPort;
+  /** Opens the subscriber connection at the first wait (default: the port's; a Redlock client's fans out over its masters). */
+  readonly openSubscriber?: (() => SubscriberConnection) | undefined;
   /** Replicas that must acknowledge a first acquisition (WAIT), 0 for none. */
   readonly replicas?: number | undefined;
   /** How long that WAIT may take, in milliseconds. */
@@ -34,7 +32,7 @@ export interface RuntimeOptions {
   /** Where 'error' and 'warning' events go (the LockClient). */
   readonly events: EventEmitter;
   /** Redlock: every master's command connection and host:port, each checked for its eviction policy (default: `redis` alone). */
-  readonly servers?: readonly { readonly redis: RedisClient; readonly label: string }[] | undefined;
+  readonly servers?: readonly { readonly port: RedisPort; readonly label: string }[] | undefined;
   readonly clock?: Clock | undefined;
 }
 
@@ -42,13 +40,13 @@ export interface RuntimeOptions {
  * A subscriber connection to one master of a Cluster, at random among those it knows; none known
  * (not connected yet, or every node lost) is an error, never a guess at some other server.
  */
-function anyMaster(cluster: RedisClient, connectNode: (host: string, port: number) => RedisClient): RedisClient {
-  const masters = (cluster as unknown as { nodes(role: 'master'): { readonly options: { readonly host?: string; readonly port?: number } }[] }).nodes('master');
-  const node = masters[Math.floor(Math.random() * masters.length)]?.options;
-  if (node?.host === undefined || node.port === undefined) {
+function anyMaster(port: RedisPort): SubscriberConnection {
+  const masters = port.topology?.masters() ?? [];
+  const node = masters[Math.floor(Math.random() * masters.length)];
+  if (node === undefined) {
     throw new LockError('Redis could not be reached: the Cluster knows no master to subscribe on', { code: 'ERR_LOCK_UNREACHABLE' });
   }
-  return connectNode(node.host, node.port);
+  return port.openNode(node.host, node.port);
 }
 
 export class Runtime {
@@ -75,7 +73,7 @@ export class Runtime {
   /** The acquires under way: close() aborts them all. */
   readonly pending = new Set<{ abort(reason: unknown): void }>();
   readonly #closer = new AbortController();
-  readonly #servers: readonly { readonly redis: RedisClient; readonly label?: string }[];
+  readonly #servers: readonly { readonly port: RedisPort; readonly label?: string }[];
   readonly #events: EventEmitter;
   readonly #subscriber: Subscriber;
   #used = false;
@@ -85,28 +83,27 @@ export class Runtime {
     this.clientId = options.clientId;
     this.leaseMs = options.leaseMs;
     this.fenceTtlMs = options.fenceTtlMs;
-    this.#servers = options.servers ?? [{ redis: options.redis }];
+    const { port } = options;
+    this.#servers = options.servers ?? [{ port }];
     this.quorum = this.#servers.length > 1;
     this.#events = options.events;
-    this.cluster = options.redis.isCluster === true;
+    this.cluster = port.cluster;
     this.publish = this.cluster ? SHARDED_PUBLISH : 'publish';
     this.replicas = options.replicas ?? 0;
     this.replicaTimeoutMs = options.replicaTimeoutMs ?? 1_000;
     const onError = (error: Error) => this.error(error);
-    this.runner = new ScriptRunner(options.redis, this.#closer.signal);
+    this.runner = new ScriptRunner(port, this.#closer.signal);
     this.waiting = new WaitingRoom(this.clientId);
-    const plain = connectionTransport(options.connectSubscriber);
-    const connectNode = options.connectNode;
     const transport =
-      this.cluster && connectNode
+      this.cluster && port.topology
         ? clusterTransport(
             () => this.runner.sharded(),
-            shardTransport(clusterTopology(options.redis), connectNode),
+            shardTransport(port.topology, (host, nodePort) => port.openNode(host, nodePort)),
             // Without sharded pub/sub: one connection to any master, replaced when it ends (ioredis's own
             // Cluster subscriber moves silently, and what was published meanwhile would go unnoticed).
-            connectionTransport(() => anyMaster(options.redis, connectNode), true),
+            connectionTransport(() => anyMaster(port), true),
           )
-        : plain;
+        : connectionTransport(options.openSubscriber ?? (() => port.openSubscriber()));
     this.#subscriber = new Subscriber(transport, this.waiting, onError);
     this.waiting.attach(this.#subscriber);
     this.watchdog = new Watchdog({
@@ -187,10 +184,8 @@ export class Runtime {
   #checkEviction(): void {
     if (this.cluster) return;
     // Redlock: every master, each warning naming its server (an evicted key on one master weakens every quorum).
-    for (const { redis, label } of this.#servers) {
-      const config = (redis as { config?: (...args: string[]) => Promise<unknown> }).config;
-      if (typeof config !== 'function') continue;
-      config.call(redis, 'GET', 'maxmemory-policy').then(
+    for (const { port, label } of this.#servers) {
+      port.command('config', ['GET', 'maxmemory-policy'], false).then(
         (reply) => {
           // RESP2 answers [name, value]; RESP3 a map.
           const policy = String((Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.['maxmemory-policy']) ?? '');

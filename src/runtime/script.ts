@@ -2,8 +2,7 @@
 // nothing ever added to the client. Replies get names here (each primitive's decoder), errors get
 // a code, and "may this call have been sent twice?" is answered here.
 import { LockError } from '../errors.ts';
-import type { RedisClient } from '../options.ts';
-import { keySlot } from './slot.ts';
+import type { RedisPort } from '../port/port.ts';
 
 /** A script as scripts/gen-lua.mjs inlines it. */
 export interface ScriptSource {
@@ -41,52 +40,6 @@ export type ScriptArgs = readonly (string | number)[] | (() => readonly (string 
  * Redis 7) the runner sends `publish` in its place.
  */
 export const SHARDED_PUBLISH = 'spublish';
-
-/**
- * What relock knows of a connection, shared by every LockClient on it: one 'close' listener per
- * connection, however many clients use it (no MaxListenersExceededWarning with 50 of them).
- */
-export interface ConnectionWatch {
-  /** How often the connection has closed so far: a change while a command was out means ioredis may have sent it twice. */
-  drops: number;
-  /** The last connection error seen (only on connections relock made: it listens on those). */
-  lastError: Error | undefined;
-}
-
-const watches = new WeakMap<object, ConnectionWatch>();
-
-export function watchConnection(redis: RedisClient): ConnectionWatch {
-  let watch = watches.get(redis);
-  if (!watch) {
-    const created: ConnectionWatch = { drops: 0, lastError: undefined };
-    const dropped = () => created.drops++;
-    redis.on('close', dropped);
-    if (redis.isCluster === true) watchNodes(redis as unknown as ClusterNodes, dropped);
-    watches.set(redis, (watch = created));
-  }
-  return watch;
-}
-
-/** What a Cluster has of its node connections: the ones it has, and an event per new one. */
-interface ClusterNodes {
-  nodes(role: 'all'): { on(event: 'close', listener: () => void): unknown }[];
-  on(event: '+node', listener: (node: { on(event: 'close', listener: () => void): unknown }) => void): unknown;
-}
-
-/**
- * A Cluster resends a command whose node connection closed (after `retryDelayOnFailover`) with no
- * 'close' of its own: every close of a node connection counts as a drop.
- */
-function watchNodes(cluster: ClusterNodes, dropped: () => void): void {
-  const seen = new WeakSet<object>();
-  const watch = (node: { on(event: 'close', listener: () => void): unknown }) => {
-    if (seen.has(node)) return;
-    seen.add(node);
-    node.on('close', dropped);
-  };
-  for (const node of cluster.nodes('all')) watch(node);
-  cluster.on('+node', watch);
-}
 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -138,17 +91,9 @@ export function classify(error: unknown, keys: readonly string[], channel: strin
   return new LockError(`Redis could not be reached: ${message}`, { cause: error, code: 'ERR_LOCK_UNREACHABLE' });
 }
 
-/** What the runner calls on a Cluster beyond RedisClient: routing a WAIT, probing for SPUBLISH. */
-interface ClusterClient {
-  call(...args: (string | number)[]): Promise<unknown>;
-  nodes(role: 'master'): { readonly options: { readonly host?: string; readonly port?: number }; wait(replicas: number, timeoutMs: number): Promise<number> }[];
-  readonly slots?: readonly (readonly string[] | undefined)[];
-}
-
 /** Sends scripts and reads over one command connection. */
 export class ScriptRunner {
-  readonly #redis: RedisClient;
-  readonly #watch: ConnectionWatch;
+  readonly #port: RedisPort;
   readonly #closed: AbortSignal;
   readonly #cluster: boolean;
   /** On a Cluster: whether its servers have SPUBLISH, once probed. */
@@ -162,11 +107,10 @@ export class ScriptRunner {
    */
   #unansweredSince: number | undefined;
 
-  constructor(redis: RedisClient, closed: AbortSignal) {
-    this.#redis = redis;
-    this.#watch = watchConnection(redis);
+  constructor(port: RedisPort, closed: AbortSignal) {
+    this.#port = port;
     this.#closed = closed;
-    this.#cluster = redis.isCluster === true;
+    this.#cluster = port.cluster;
     if (!this.#cluster) this.#sharded = false;
   }
 
@@ -176,7 +120,7 @@ export class ScriptRunner {
    */
   sharded(): Promise<boolean> {
     if (this.#sharded !== undefined) return Promise.resolve(this.#sharded);
-    this.#probe ??= (this.#redis as unknown as ClusterClient).call('COMMAND', 'INFO', SHARDED_PUBLISH).then(
+    this.#probe ??= this.#port.command('COMMAND', ['INFO', SHARDED_PUBLISH], false).then(
       (reply) => (this.#sharded = Array.isArray(reply) && reply[0] !== null && reply[0] !== undefined),
       (error: unknown) => {
         this.#probe = undefined;
@@ -194,12 +138,7 @@ export class ScriptRunner {
    */
   async waitReplicas(key: string, replicas: number, timeoutMs: number): Promise<number> {
     try {
-      if (!this.#cluster) return Number(await (this.#redis as unknown as { wait(n: number, ms: number): Promise<number> }).wait(replicas, timeoutMs));
-      const cluster = this.#redis as unknown as ClusterClient;
-      const node = cluster.slots?.[keySlot(key)]?.[0];
-      const master = cluster.nodes('master').find((redis) => `${redis.options.host}:${redis.options.port}` === node);
-      if (!master) throw new Error(`no connection to the master of "${key}" (slot ${keySlot(key)}${node ? `, ${node}` : ''})`);
-      return Number(await master.wait(replicas, timeoutMs));
+      return await this.#port.waitReplicas(key, replicas, timeoutMs);
     } catch (error) {
       throw classify(error, [key], undefined, this.#closed.aborted);
     }
@@ -207,17 +146,17 @@ export class ScriptRunner {
 
   /** The connection's drop count now: pass it to maybeResent() after the reply. */
   mark(): number {
-    return this.#watch.drops;
+    return this.#port.drops;
   }
 
   /** Whether the connection dropped since `mark`: ioredis then resends what was unanswered, so a script may have run twice. */
   maybeResent(mark: number): boolean {
-    return this.#watch.drops !== mark;
+    return this.#port.drops !== mark;
   }
 
   /** Whether the connection is up now (commands are not queued offline). */
   get ready(): boolean {
-    return this.#redis.status === undefined || this.#redis.status === 'ready';
+    return this.#port.status === 'ready';
   }
 
   /**
@@ -242,7 +181,7 @@ export class ScriptRunner {
 
   /** Why Redis seems unreachable now: the last connection error, or the connection's state. */
   unreachableCause(): Error {
-    return this.#watch.lastError ?? new Error(`the connection is ${this.#redis.status ?? 'not ready'}`);
+    return this.#port.lastError ?? new Error(`the connection is ${this.#port.status}`);
   }
 
   async run<Out>(script: Script<Out>, keys: readonly string[], args: ScriptArgs): Promise<Out> {
@@ -261,16 +200,16 @@ export class ScriptRunner {
     this.#sent();
     try {
       try {
-        reply = await this.#redis.evalsha(source.sha1, keys.length, ...keys, ...first);
+        reply = await this.#port.evalsha(source.sha1, keys, first);
       } catch (error) {
         if (!errorMessage(error).includes('NOSCRIPT')) throw error;
-        reply = await this.#redis.eval(source.source, keys.length, ...keys, ...argv());
+        reply = await this.#port.eval(source.source, keys, argv());
       }
       this.#heard();
     } catch (error) {
       this.#heard(error);
       // ioredis's "max retries" says only that it gave up: the connection error underneath is the cause.
-      const underneath = error instanceof Error && error.name === 'MaxRetriesPerRequestError' ? (this.#watch.lastError ?? error) : error;
+      const underneath = error instanceof Error && error.name === 'MaxRetriesPerRequestError' ? (this.#port.lastError ?? error) : error;
       throw classify(underneath, keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
     }
     return script.decode(reply);
@@ -290,7 +229,7 @@ export class ScriptRunner {
   async read<T>(command: 'type' | 'pttl' | 'hget', key: string, ...args: string[]): Promise<T> {
     try {
       this.#sent();
-      const reply = (await (this.#redis[command] as (...a: string[]) => Promise<T>).call(this.#redis, key, ...args)) as T;
+      const reply = (await this.#port.command(command, [key, ...args], true)) as T;
       this.#heard();
       return reply;
     } catch (error) {

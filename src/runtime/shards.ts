@@ -5,10 +5,9 @@
 // waiter retries: what was published meanwhile is lost. Waiters never depend on it alone: each
 // sleeps at most the lease it saw.
 import { debuglog } from 'node:util';
-import type { RedisClient } from '../options.ts';
+import type { SubscriberConnection, Topology } from '../port/port.ts';
 import { errorMessage } from './script.ts';
 import { keySlot } from './slot.ts';
-import type { Topology } from './cluster.ts';
 import type { Transport, TransportEvents, TransportFactory } from './subscriber.ts';
 
 const log = debuglog('relock:subscriber');
@@ -34,11 +33,7 @@ function retryable(error: unknown): boolean {
 
 interface Shard {
   readonly node: string;
-  readonly connection: RedisClient & {
-    ssubscribe(...channels: string[]): Promise<unknown>;
-    sunsubscribe(...channels: string[]): Promise<unknown>;
-    ping(): Promise<unknown>;
-  };
+  readonly connection: SubscriberConnection;
   /** Confirmed subscriptions on this connection. */
   readonly channels: Set<string>;
   /** SSUBSCRIBEs out now. */
@@ -50,13 +45,13 @@ interface Shard {
 }
 
 /** One SSUBSCRIBE connection per shard with channels; `connect` opens one to a `host:port`. */
-export function shardTransport(topology: Topology, connect: (host: string, port: number) => RedisClient): TransportFactory {
+export function shardTransport(topology: Topology, connect: (host: string, port: number) => SubscriberConnection): TransportFactory {
   return (events) => new ShardTransport(topology, connect, events);
 }
 
 class ShardTransport implements Transport {
   readonly #topology: Topology;
-  readonly #connect: (host: string, port: number) => RedisClient;
+  readonly #connect: (host: string, port: number) => SubscriberConnection;
   readonly #events: TransportEvents;
   readonly #shards = new Map<string, Shard>();
   /** The channels wanted now, whether confirmed yet or not. */
@@ -67,7 +62,7 @@ class ShardTransport implements Transport {
   #beat: NodeJS.Timeout | undefined;
   #closed = false;
 
-  constructor(topology: Topology, connect: (host: string, port: number) => RedisClient, events: TransportEvents) {
+  constructor(topology: Topology, connect: (host: string, port: number) => SubscriberConnection, events: TransportEvents) {
     this.#topology = topology;
     this.#connect = connect;
     this.#events = events;
@@ -185,7 +180,7 @@ class ShardTransport implements Transport {
       return existing;
     }
     const at = node.lastIndexOf(':');
-    const connection = this.#connect(node.slice(0, at), Number(node.slice(at + 1))) as Shard['connection'];
+    const connection = this.#connect(node.slice(0, at), Number(node.slice(at + 1)));
     const shard: Shard = { node, connection, channels: new Set(), pending: 0, moves: 0, broken: false, idle: undefined };
     connection.on('smessage', (channel: string, message: string) => this.#events.message(channel, message));
     // The server unsubscribed us from a slot it no longer serves (ioredis reports it as 'moved').

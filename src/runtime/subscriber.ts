@@ -4,7 +4,7 @@
 // the waiting room.
 import { debuglog } from 'node:util';
 import { LockError } from '../errors.ts';
-import type { RedisClient } from '../options.ts';
+import type { SubscriberConnection } from '../port/port.ts';
 import { classify, errorMessage } from './script.ts';
 import type { Inbox } from './waiting.ts';
 
@@ -39,10 +39,10 @@ const REPLACE_AFTER_MS = 100;
  * without sharded pub/sub, which the cluster bus carries every PUBLISH to): when it ends, another
  * is opened (`connect` picks the node) and, once ready, subscribed again as after a reconnect.
  */
-export function connectionTransport(connect: () => RedisClient, replaceOnEnd = false): TransportFactory {
+export function connectionTransport(connect: () => SubscriberConnection, replaceOnEnd = false): TransportFactory {
   return (events) => {
     const channels = new Set<string>();
-    let connection: RedisClient | undefined;
+    let connection: SubscriberConnection | undefined;
     let readyOnce = false;
     let closed = false;
     /** Opens the next connection a moment later (its first 'ready' resubscribes); tries again while it cannot. */
@@ -57,7 +57,7 @@ export function connectionTransport(connect: () => RedisClient, replaceOnEnd = f
         }
       }, REPLACE_AFTER_MS).unref();
     };
-    const open = (): RedisClient => {
+    const open = (): SubscriberConnection => {
       if (connection) return connection;
       const opened = connect();
       if (replaceOnEnd) {

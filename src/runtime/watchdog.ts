@@ -19,6 +19,12 @@ function renewalBoundMs(leaseMs: number): number {
   return leaseMs / 2;
 }
 
+/** What the watchdog decides of a hold: when it counts as lost, and whether it is still renewed. */
+interface Tracked {
+  deadline: number;
+  renewing: boolean;
+}
+
 /** One renewal call out: its holds, and its settling, once answered or past its bound. */
 interface Call {
   readonly holds: readonly Renewable[];
@@ -45,6 +51,8 @@ export class Watchdog {
   readonly #clock: Clock;
   readonly #slotOf: ((key: string) => number) | undefined;
   readonly #holds = new Set<Renewable>();
+  /** Its own record of each hold it was given (kept after the hold leaves #holds: a deadline outlives renewal). */
+  readonly #records = new WeakMap<Renewable, Tracked>();
   /** How many of #holds are renewable: the first one after none starts a renewal period. */
   #renewables = 0;
   #timer: unknown;
@@ -68,41 +76,58 @@ export class Watchdog {
     return this.#clock;
   }
 
+  #record(hold: Renewable): Tracked {
+    let record = this.#records.get(hold);
+    if (!record) this.#records.set(hold, (record = { deadline: Number.POSITIVE_INFINITY, renewing: hold.renewable }));
+    return record;
+  }
+
+  /** clock.now() by which the hold counts as lost (Infinity before its acquire went through). */
+  deadlineOf(hold: Renewable): number {
+    return this.#records.get(hold)?.deadline ?? Number.POSITIVE_INFINITY;
+  }
+
+  /** Whether the hold is renewed (else its lease only ends): false once stopRenewing() was called. */
+  renews(hold: Renewable): boolean {
+    return this.#records.get(hold)?.renewing ?? hold.renewable;
+  }
+
   /** Starts watching a hold: renewable ones from now on (before their acquire is sent). */
   add(hold: Renewable): void {
     if (this.#stopped) return;
     if (!this.#holds.has(hold)) {
       this.#holds.add(hold);
-      if (hold.renewable && this.#renewables++ === 0) this.#nextRenewalAt = this.#clock.now() + this.#leaseMs / 3;
+      if (this.#record(hold).renewing && this.#renewables++ === 0) this.#nextRenewalAt = this.#clock.now() + this.#leaseMs / 3;
     }
     this.#wakeBy(this.#due(hold));
   }
 
   /** Sets when the hold counts as lost: the lease that began when its command was sent, less the margin. */
   leaseFrom(hold: Renewable, sentAt: number, leaseMs: number): void {
-    hold.deadline = sentAt + leaseMs - holdMarginMs(hold, leaseMs);
+    this.#record(hold).deadline = sentAt + leaseMs - holdMarginMs(hold, leaseMs);
     this.add(hold);
   }
 
   /** Moves a fixed lease's deadline later, never earlier (a nested acquire with a longer lease). */
   lengthen(hold: Renewable, sentAt: number, leaseMs: number): void {
-    hold.deadline = Math.max(hold.deadline, sentAt + leaseMs - holdMarginMs(hold, leaseMs));
+    const record = this.#record(hold);
+    record.deadline = Math.max(record.deadline, sentAt + leaseMs - holdMarginMs(hold, leaseMs));
   }
 
   /** Stops renewing the hold but keeps its deadline: it ends as a fixed lease would. */
   stopRenewing(hold: Renewable): void {
-    if (hold.renewable && this.#holds.has(hold)) this.#renewables--;
-    hold.renewable = false;
+    const record = this.#record(hold);
+    if (record.renewing && this.#holds.has(hold)) this.#renewables--;
+    record.renewing = false;
   }
 
   /** Stops watching a hold. The timer stays: a tick with nothing to do costs nothing. */
   delete(hold: Renewable): void {
-    if (this.#holds.delete(hold) && hold.renewable) this.#renewables--;
+    if (this.#holds.delete(hold) && this.renews(hold)) this.#renewables--;
   }
 
   lose(hold: Renewable, error: LockLostError): void {
     this.delete(hold);
-    hold.held = false;
     hold.lose(error);
   }
 
@@ -148,8 +173,8 @@ export class Watchdog {
 
   /** When the watchdog must look at this hold next. */
   #due(hold: Renewable): number {
-    const deadline = hold.held ? hold.deadline : Number.POSITIVE_INFINITY;
-    return hold.renewable ? Math.min(deadline, this.#nextRenewalAt) : deadline;
+    const deadline = hold.held ? this.deadlineOf(hold) : Number.POSITIVE_INFINITY;
+    return this.renews(hold) ? Math.min(deadline, this.#nextRenewalAt) : deadline;
   }
 
   /** Makes sure the timer fires by `at`: it only ever moves earlier here, in O(1). */
@@ -165,8 +190,8 @@ export class Watchdog {
     this.#timerAt = Number.POSITIVE_INFINITY;
     const now = this.#clock.now();
     for (const hold of this.#holds) {
-      if (hold.held && now >= hold.deadline) {
-        const ended = hold.renewable ? 'could not be renewed before its lease ended' : 'reached the end of its lease';
+      if (hold.held && now >= this.deadlineOf(hold)) {
+        const ended = this.renews(hold) ? 'could not be renewed before its lease ended' : 'reached the end of its lease';
         this.lose(hold, new LockLostError(`Lock "${hold.name}" ${ended}`, { lockName: hold.name }));
       }
     }
@@ -184,7 +209,7 @@ export class Watchdog {
     // renewer's batch size.
     const groups = new Map<Renewer, Map<number, Renewable[]>>();
     for (const hold of this.#holds) {
-      if (!hold.renewable || this.#renewing.has(hold)) continue;
+      if (!this.renews(hold) || this.#renewing.has(hold)) continue;
       let bySlot = groups.get(hold.renewer);
       if (!bySlot) groups.set(hold.renewer, (bySlot = new Map()));
       const slot = this.#slotOf ? this.#slotOf(hold.key) : 0;
@@ -260,10 +285,11 @@ export class Watchdog {
       diagnostics.renew.publish({ clientId: this.#clientId, names: batch.filter((_, i) => renewed[i]).map((hold) => hold.name) } satisfies RenewMessage);
     }
     batch.forEach((hold, i) => {
-      if (!this.#holds.has(hold) || !hold.renewable) return;
+      if (!this.#holds.has(hold) || !this.renews(hold)) return;
       if (renewed[i]) {
         // Never earlier: an answer past its bound may land after a later call's.
-        hold.deadline = Math.max(hold.deadline, sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs));
+        const record = this.#record(hold);
+        record.deadline = Math.max(record.deadline, sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs));
         this.#wakeBy(this.#due(hold));
       } else if (heldAtSend[i] && hold.held) {
         this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));

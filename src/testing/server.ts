@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { Redis } from '../port/ioredis.ts';
 
 export interface PrivateServerOptions {
   /** Extra redis-server arguments. */

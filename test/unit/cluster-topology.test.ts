@@ -3,7 +3,7 @@
 // a NAT that address is unreachable, so it goes through the Cluster's natMap again.
 import * as assert from 'uvu/assert';
 import { Cluster, type ClusterOptions } from 'ioredis';
-import { clusterTopology } from '../../src/runtime/cluster.ts';
+import { clusterTopology } from '../../src/port/ioredis.ts';
 import { describe } from '../helpers/describe.ts';
 
 /** A Cluster that never connects (lazyConnect): only its natMap and slot map are read. */

@@ -3,7 +3,8 @@ import { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
 import { LockError } from '../../src/errors.ts';
 import type { RedisClient } from '../../src/options.ts';
-import { classify, defineScript, ScriptRunner, watchConnection, type ScriptSource } from '../../src/runtime/script.ts';
+import { ioredisPort, watchConnection } from '../../src/port/ioredis.ts';
+import { classify, defineScript, ScriptRunner, type ScriptSource } from '../../src/runtime/script.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { commandStats, sleep } from '../helpers/fixture.ts';
 import { freePort, startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
@@ -22,7 +23,7 @@ const incr = defineScript(source('incr-1.lua', "return redis.call('INCR', KEYS[1
 const publish = defineScript(source('publish-2.lua', "return redis.call('PUBLISH', KEYS[2], ARGV[1])", 2), (reply) => reply, 1);
 const refuse = defineScript(source('refuse-0.lua', "return redis.error_reply('MYERR refused on purpose')", 0), (reply) => reply);
 
-const runners = (redis: Redis, closed = new AbortController().signal) => new ScriptRunner(redis as unknown as RedisClient, closed);
+const runners = (redis: Redis, closed = new AbortController().signal) => new ScriptRunner(ioredisPort(redis as unknown as RedisClient, false, () => undefined), closed);
 
 describe('ScriptRunner#run', (it) => {
   let server: RedisServer;

@@ -3,8 +3,7 @@
 // (On a real Cluster: test/integration/cluster/.)
 import { EventEmitter } from 'node:events';
 import * as assert from 'uvu/assert';
-import type { Topology } from '../../src/runtime/cluster.ts';
-import type { RedisClient } from '../../src/options.ts';
+import type { SubscriberConnection, Topology } from '../../src/port/port.ts';
 import { shardTransport } from '../../src/runtime/shards.ts';
 import { keySlot } from '../../src/runtime/slot.ts';
 import type { TransportEvents } from '../../src/runtime/subscriber.ts';
@@ -55,13 +54,14 @@ function setup(owners: Record<number, string>) {
       watchers.add(listener);
       return () => void watchers.delete(listener);
     },
+    masters: () => [],
   };
   const connections: FakeConnection[] = [];
   const answers = new Map<string, Answer>();
   const connect = (host: string, port: number) => {
     const connection = new FakeConnection(`${host}:${port}`, answers);
     connections.push(connection);
-    return connection as unknown as RedisClient;
+    return connection as unknown as SubscriberConnection;
   };
   const events = { messages: [] as string[], resubscribed: 0, errors: [] as Error[] };
   const sink: TransportEvents = {

@@ -32,24 +32,30 @@ class FakeRenewer implements Renewer {
   }
 }
 
+/** A hold as a primitive keeps it (the watchdog only reads it): writable here, as hold.ts writes its own. */
 interface TestHold extends Renewable {
+  held: boolean;
+  acquiredAt: number;
   readonly losses: LockLostError[];
 }
 
 function makeHold(name: string, renewer: Renewer, options: { renewable?: boolean; key?: string } = {}): TestHold {
   const losses: LockLostError[] = [];
-  return {
+  const hold: TestHold = {
     name,
     key: options.key ?? `relock:{${name}}`,
     owner: `client-1:${name}`,
     renewer,
     renewable: options.renewable ?? true,
     held: false,
-    deadline: Number.POSITIVE_INFINITY,
     acquiredAt: Number.POSITIVE_INFINITY,
     losses,
-    lose: (error) => void losses.push(error),
+    lose: (error) => {
+      hold.held = false;
+      losses.push(error);
+    },
   };
+  return hold;
 }
 
 /** What a primitive does around its acquire script: register renewal before sending, then the lease from the send time. */
@@ -83,7 +89,7 @@ describe('Watchdog renewal', (it) => {
     const renewer = new FakeRenewer(500, clock);
     const hold = makeHold('a', renewer);
     acquireHold(watchdog, hold, clock.now(), 300);
-    assert.is(hold.deadline, 1_000 + 300 - 30);
+    assert.is(watchdog.deadlineOf(hold), 1_000 + 300 - 30);
     await clock.advanceAsync(99);
     assert.is(renewer.calls.length, 0);
     await clock.advanceAsync(1);
@@ -93,13 +99,13 @@ describe('Watchdog renewal', (it) => {
     );
     renewer.answerAll();
     await flush();
-    assert.is(hold.deadline, 1_100 + 300 - 30);
+    assert.is(watchdog.deadlineOf(hold), 1_100 + 300 - 30);
     for (const at of [1_200, 1_300, 1_400]) {
       await clock.advanceAsync(100);
       assert.equal(renewer.calls.map((call) => call.sentAt), [at]);
       renewer.answerAll();
       await flush();
-      assert.is(hold.deadline, at + 270);
+      assert.is(watchdog.deadlineOf(hold), at + 270);
     }
     assert.is(hold.losses.length, 0);
   });
@@ -275,7 +281,7 @@ describe('Watchdog loss', (it) => {
     renewer.answerAll();
     await flush();
     assert.is(hold.losses.length, 1);
-    assert.is(hold.deadline, 1_270, 'a late answer does not revive the deadline');
+    assert.is(watchdog.deadlineOf(hold), 1_270, 'a late answer does not revive the deadline');
   });
 
   it('loses a hold at its deadline when every renewal fails, and reports the failures', async () => {
@@ -304,7 +310,7 @@ describe('Watchdog loss', (it) => {
     await clock.advanceAsync(150); // answered at 1250
     renewer.answerAll();
     await flush();
-    assert.is(hold.deadline, 1_100 + 270);
+    assert.is(watchdog.deadlineOf(hold), 1_100 + 270);
   });
 
   it('ends a fixed lease at sentAt + lease - margin without renewing it', async () => {
@@ -312,7 +318,7 @@ describe('Watchdog loss', (it) => {
     const renewer = new FakeRenewer(500, clock);
     const hold = makeHold('fixed', renewer, { renewable: false });
     acquireHold(watchdog, hold, clock.now() - 10, 100); // sent 10 ms ago: deadline 990 + 100 - 10
-    assert.is(hold.deadline, 1_080);
+    assert.is(watchdog.deadlineOf(hold), 1_080);
     await clock.advanceAsync(79);
     assert.is(hold.losses.length, 0);
     await clock.advanceAsync(1);
@@ -327,9 +333,9 @@ describe('Watchdog loss', (it) => {
     const hold = makeHold('fixed', renewer, { renewable: false });
     acquireHold(watchdog, hold, clock.now(), 1_000); // deadline 1900
     watchdog.lengthen(hold, clock.now() + 100, 200); // would end at 1280
-    assert.is(hold.deadline, 1_900);
+    assert.is(watchdog.deadlineOf(hold), 1_900);
     watchdog.lengthen(hold, clock.now() + 100, 2_000); // 3100 - 200
-    assert.is(hold.deadline, 2_900);
+    assert.is(watchdog.deadlineOf(hold), 2_900);
     await clock.advanceAsync(1_899);
     assert.is(hold.losses.length, 0);
     await clock.advanceAsync(1);
@@ -379,7 +385,7 @@ describe('Watchdog bookkeeping', (it) => {
     renewer.calls[0]!.resolve([false]); // it ran after the release: the hold is gone
     await settling;
     assert.is(hold.losses.length, 0, 'a release is not a loss');
-    assert.is(hold.deadline, 1_270, 'nor does a late renewal lengthen it');
+    assert.is(watchdog.deadlineOf(hold), 1_270, 'nor does a late renewal lengthen it');
     await flush();
     assert.is(watchdog.inFlight, undefined);
   });
@@ -468,7 +474,7 @@ describe('Watchdog per batch', (it) => {
     );
     answerAllBut();
     await flush();
-    assert.equal([a!.deadline, b!.deadline], [1_370, 1_370]);
+    assert.equal([watchdog.deadlineOf(a!), watchdog.deadlineOf(b!)], [1_370, 1_370]);
     await clock.advanceAsync(100); // 1200: the silent hold's call is still out
     assert.equal(
       renewer.calls.map((call) => call.names),
@@ -477,7 +483,7 @@ describe('Watchdog per batch', (it) => {
     );
     answerAllBut();
     await flush();
-    assert.equal([a!.deadline, b!.deadline], [1_470, 1_470]);
+    assert.equal([watchdog.deadlineOf(a!), watchdog.deadlineOf(b!)], [1_470, 1_470]);
     for (let i = 0; i < 5; i++) {
       await clock.advanceAsync(100);
       answerAllBut();
@@ -540,10 +546,10 @@ describe('Watchdog per batch', (it) => {
     );
     renewer.calls[1]!.resolve([true]);
     await flush();
-    assert.is(late.deadline, 4_000 + 2_700);
+    assert.is(watchdog.deadlineOf(late), 4_000 + 2_700);
     renewer.calls[0]!.resolve([true, true]); // the call sent at 2000 answers at last
     await flush();
-    assert.is(late.deadline, 4_000 + 2_700, 'a late answer never moves the deadline earlier');
+    assert.is(watchdog.deadlineOf(late), 4_000 + 2_700, 'a late answer never moves the deadline earlier');
     assert.is(early.losses.length, 1, 'nor revives a lost hold');
     assert.is(late.losses.length, 0);
   });

@@ -1,0 +1,209 @@
+// The ioredis adapter of the client port (iovalkey, its fork, fits it too): the only module that
+// imports a Redis client library. Also the connections relock makes itself: their fail-fast
+// defaults, the settings its subscribers need whatever the user's say, how they open and close.
+import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisClient, RedisConnectionOptions } from '../options.ts';
+import { keySlot } from '../runtime/slot.ts';
+import type { RedisPort, SubscriberConnection, Topology } from './port.ts';
+
+export type { RedisOptions };
+/** The ioredis client class, for relock's own tools (the CLI, relock/testing). */
+export { Redis };
+
+/**
+ * Fail-fast defaults of the connections relock makes itself (the user's options win, but for
+ * `enableOfflineQueue`: relock's own connections always queue while connecting, so the first
+ * acquire need not wait for 'ready'): a command issued while Redis is unreachable fails after two
+ * reconnection attempts (about 0.3 s when the port refuses), and no command waits more than 5 s for
+ * an answer (a partition, a frozen server), instead of ioredis's 20 retries and no time limit.
+ */
+export const CONNECTION_DEFAULTS = Object.freeze({
+  // No CLIENT SETINFO on connect (ioredis 5.4+): the least-privilege ACL user has no CLIENT, and
+  // Redis 7.2+ and Valkey would log each refusal in ACL LOG. A user's own option says otherwise.
+  disableClientInfo: true,
+  maxRetriesPerRequest: 2,
+  connectTimeout: 2_000,
+  commandTimeout: 5_000,
+  retryStrategy: (times: number) => Math.min(times * 100, 1_000),
+}) satisfies RedisOptions;
+
+/**
+ * What relock's subscriber needs whatever the user's options say: it connects at the first wait,
+ * queues SUBSCRIBE until connected, resubscribes itself and reconnects, and sends no CLIENT
+ * command (SUBSCRIBE and its kin are all it runs).
+ */
+export const SUBSCRIBER_OPTIONS = {
+  lazyConnect: true,
+  disableClientInfo: true,
+  autoResubscribe: false,
+  enableOfflineQueue: true,
+  maxRetriesPerRequest: CONNECTION_DEFAULTS.maxRetriesPerRequest,
+  retryStrategy: CONNECTION_DEFAULTS.retryStrategy,
+  commandTimeout: undefined,
+} satisfies RedisOptions;
+
+/**
+ * A connection for a URL or ioredis options, with relock's defaults under the user's options (and
+ * always an offline queue).
+ */
+export function openConnection(given: string | RedisConnectionOptions, extra: RedisOptions = {}): RedisClient {
+  const connection =
+    typeof given === 'string' ? new Redis(given, { ...CONNECTION_DEFAULTS, ...extra } as never) : new Redis({ ...CONNECTION_DEFAULTS, ...given, enableOfflineQueue: true, ...extra } as never);
+  return connection as unknown as RedisClient;
+}
+
+/**
+ * QUIT lets replies in flight arrive, but waits forever on a Redis that is gone (it sits in the
+ * offline queue): only a ready connection gets it, for a second at most.
+ */
+export async function closeConnection(redis: RedisClient): Promise<void> {
+  if (redis.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise((resolve) => (timer = setTimeout(resolve, 1_000)));
+    await Promise.race([redis.quit().catch(() => undefined), bound]);
+    clearTimeout(timer);
+  }
+  redis.disconnect();
+}
+
+/**
+ * What relock knows of a connection, shared by every LockClient on it: one 'close' listener per
+ * connection, however many clients use it (no MaxListenersExceededWarning with 50 of them).
+ */
+export interface ConnectionWatch {
+  drops: number;
+  lastError: Error | undefined;
+}
+
+const watches = new WeakMap<object, ConnectionWatch>();
+
+/** The drops and last error of `redis`, counted once however many LockClients use it. */
+export function watchConnection(redis: RedisClient): ConnectionWatch {
+  let watch = watches.get(redis);
+  if (!watch) {
+    const created: ConnectionWatch = { drops: 0, lastError: undefined };
+    const dropped = () => created.drops++;
+    redis.on('close', dropped);
+    if (redis.isCluster === true) watchNodes(redis as unknown as ClusterLike, dropped);
+    watches.set(redis, (watch = created));
+  }
+  return watch;
+}
+
+/** What relock reads of an ioredis Cluster (ioredis 5 and 6 both have it). */
+interface ClusterLike {
+  readonly slots?: readonly (readonly string[] | undefined)[];
+  /** The address a node is reached at, through the Cluster's natMap. */
+  natMapper?(key: string): { readonly host: string; readonly port: number };
+  refreshSlotsCache?(callback: (error?: Error | null) => void): void;
+  nodes(role: 'all' | 'master'): NodeLike[];
+  call(...args: (string | number)[]): Promise<unknown>;
+  on(event: '+node', listener: (node: NodeLike) => void): unknown;
+  on(event: 'refresh', listener: () => void): unknown;
+  off(event: 'refresh', listener: () => void): unknown;
+}
+
+interface NodeLike {
+  readonly options: { readonly host?: string; readonly port?: number };
+  on(event: 'close', listener: () => void): unknown;
+  wait(replicas: number, timeoutMs: number): Promise<number>;
+}
+
+/**
+ * A Cluster resends a command whose node connection closed (after `retryDelayOnFailover`) with no
+ * 'close' of its own: every close of a node connection counts as a drop.
+ */
+function watchNodes(cluster: ClusterLike, dropped: () => void): void {
+  const seen = new WeakSet<object>();
+  const watch = (node: NodeLike) => {
+    if (seen.has(node)) return;
+    seen.add(node);
+    node.on('close', dropped);
+  };
+  for (const node of cluster.nodes('all')) watch(node);
+  cluster.on('+node', watch);
+}
+
+/**
+ * The topology of an ioredis Cluster, from its slot cache. The cache holds NAT-mapped addresses but
+ * for the slots of a MOVED reply, which ioredis writes there as Redis sent them (redis/ioredis#1582):
+ * each address goes through the natMap again (a mapped one is no key of it and stays as it is).
+ */
+export function clusterTopology(cluster: unknown): Topology {
+  const c = cluster as ClusterLike;
+  const reached = (node: string | undefined) => {
+    if (node === undefined || typeof c.natMapper !== 'function') return node;
+    const { host, port } = c.natMapper(node);
+    return `${host}:${port}`;
+  };
+  return {
+    owner: (slot) => reached(c.slots?.[slot]?.[0]),
+    refresh: () =>
+      new Promise<void>((resolve) => {
+        if (typeof c.refreshSlotsCache !== 'function') return resolve();
+        c.refreshSlotsCache(() => resolve());
+      }),
+    watch: (listener) => {
+      c.on('refresh', listener);
+      return () => void c.off('refresh', listener);
+    },
+    masters: () =>
+      c.nodes('master').flatMap(({ options: { host, port } }) => (host === undefined || port === undefined ? [] : [{ host, port }])),
+  };
+}
+
+/**
+ * The port over an ioredis `Redis` or `Cluster`. `onError` hears the errors of the connections this
+ * port opens (and of `redis` itself when `owned`: relock made it); `owned` connections are closed
+ * by close(), a client passed in never is.
+ */
+export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error: Error) => void): RedisPort {
+  const watch = watchConnection(redis);
+  const listen = <C extends RedisClient>(connection: C): C => {
+    connection.on('error', (error: Error) => {
+      watchConnection(connection).lastError = error;
+      onError(error);
+    });
+    return connection;
+  };
+  if (owned) listen(redis);
+  const cluster = redis.isCluster === true;
+  const c = redis as unknown as ClusterLike;
+  const commands = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  return {
+    cluster,
+    get status() {
+      return redis.status ?? 'ready';
+    },
+    get drops() {
+      return watch.drops;
+    },
+    get lastError() {
+      return watch.lastError;
+    },
+    topology: cluster ? clusterTopology(redis) : undefined,
+    evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys.length, ...keys, ...args),
+    eval: (source, keys, args) => redis.eval(source, keys.length, ...keys, ...args),
+    command(name, args, routedByKey) {
+      const method = commands[name.toLowerCase()];
+      // A Cluster routes a named command by its key; `call` sends anything else to any node.
+      if (routedByKey && typeof method === 'function') return method.apply(redis, [...args]);
+      return (redis as unknown as { call(...a: (string | number)[]): Promise<unknown> }).call(name, ...args);
+    },
+    async waitReplicas(key, replicas, timeoutMs) {
+      if (!cluster) return Number(await (redis as unknown as { wait(n: number, ms: number): Promise<number> }).wait(replicas, timeoutMs));
+      const node = c.slots?.[keySlot(key)]?.[0];
+      const master = c.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === node);
+      if (!master) throw new Error(`no connection to the master of "${key}" (slot ${keySlot(key)}${node ? `, ${node}` : ''})`);
+      return Number(await master.wait(replicas, timeoutMs));
+    },
+    // One server: a duplicate of its connection. (A Cluster subscribes on connections of its own to
+    // its masters, openNode: sharded per master, or one to any master without sharded pub/sub.)
+    openSubscriber: () => listen(redis.duplicate(SUBSCRIBER_OPTIONS) as RedisClient) as unknown as SubscriberConnection,
+    openNode: (host, port) =>
+      listen(
+        new Redis({ ...redis.options?.redisOptions, ...SUBSCRIBER_OPTIONS, lazyConnect: false, retryStrategy: () => null, host, port } as never) as unknown as RedisClient,
+      ) as unknown as SubscriberConnection,
+    close: () => (owned ? closeConnection(redis) : Promise.resolve()),
+  };
+}

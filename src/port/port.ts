@@ -1,0 +1,70 @@
+// The client port: everything relock asks of a Redis client, in relock's terms. The runtime, the
+// topologies and the primitives reach Redis only through it; one adapter per client family
+// implements it (ioredis.ts, which serves iovalkey too), and only src/port/ imports a client library.
+
+/** A connection relock opened for pub/sub alone: its waiters' one subscriber, or one per shard. */
+export interface SubscriberConnection {
+  /** 'ready' while commands go out at once; 'reconnecting', 'close' or 'end' while it is down. */
+  readonly status: string;
+  subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(...channels: string[]): Promise<unknown>;
+  ssubscribe(...channels: string[]): Promise<unknown>;
+  sunsubscribe(...channels: string[]): Promise<unknown>;
+  ping(): Promise<unknown>;
+  /** Messages of SUBSCRIBE ('message') and SSUBSCRIBE ('smessage') channels. */
+  on(event: 'message' | 'smessage', listener: (channel: string, message: string) => void): unknown;
+  /**
+   * 'ready': connected (again); 'end': closed for good; 'moved': the server unsubscribed a sharded
+   * channel whose slot it no longer serves.
+   */
+  on(event: 'ready' | 'end' | 'moved', listener: () => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  disconnect(): void;
+}
+
+/** Where a Cluster serves its slots, as its client knows it. */
+export interface Topology {
+  /** The master serving `slot`, as `host:port` the client reaches it at, if known. */
+  owner(slot: number): string | undefined;
+  /** Asks the cluster for its slot map again. */
+  refresh(): Promise<void>;
+  /** Calls `listener` after each refresh of the map; returns the unsubscribe. */
+  watch(listener: () => void): () => void;
+  /** The masters the client knows now. */
+  masters(): readonly { readonly host: string; readonly port: number }[];
+}
+
+/**
+ * A command connection: one server, or a whole Cluster behind one face. Its promises reject with the
+ * server's own reply as an Error named 'ReplyError' (relock's scripts report their outcomes so), and
+ * with any other Error when the connection failed.
+ */
+export interface RedisPort {
+  /** A Cluster: one slot per script call, sharded channels, slot routing. */
+  readonly cluster: boolean;
+  /** 'ready' while commands go out at once (else they queue or fail). */
+  readonly status: string;
+  /**
+   * How often a connection that commands went out on has closed so far: a change while a command was
+   * out means the client may have sent it twice (ioredis resends what was unanswered).
+   */
+  readonly drops: number;
+  /** The last connection error seen, on a connection relock made. */
+  readonly lastError: Error | undefined;
+  /** A Cluster's slot map and masters; undefined on one server. */
+  readonly topology: Topology | undefined;
+  /** EVALSHA on the node of the keys' slot. */
+  evalsha(sha1: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /** EVAL, after the server answered NOSCRIPT. */
+  eval(source: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  /** A plain command; on a Cluster routed by its first argument taken as a key, else to any node. */
+  command(name: string, args: readonly (string | number)[], routedByKey: boolean): Promise<unknown>;
+  /** WAIT on the connection that wrote `key`: how many replicas acknowledged, after at most `timeoutMs`. */
+  waitReplicas(key: string, replicas: number, timeoutMs: number): Promise<number>;
+  /** A new subscriber connection with relock's settings (lazily connecting, resubscribed by relock). */
+  openSubscriber(): SubscriberConnection;
+  /** On a Cluster: a new subscriber connection to one node, which does not reconnect by itself. */
+  openNode(host: string, port: number): SubscriberConnection;
+  /** Closes the connection if relock opened it; a client passed in is left open. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,27 @@
+// The kinds over one runtime: one Redis server, or a Cluster (the runtime routes by slot and picks
+// sharded channels; the kinds are the same).
+import { FairLockImpl } from '../fair-lock/fair-lock.ts';
+import { createFairShared } from '../fair-lock/shared.ts';
+import { CountDownLatchImpl, createLatchShared } from '../latch/latch.ts';
+import { createLockShared, LockImpl } from '../lock/lock.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
+import { createRwShared } from '../rw-lock/shared.ts';
+import { createSemaphoreShared, SemaphoreImpl } from '../semaphore/semaphore.ts';
+import { once, type Backend } from './backend.ts';
+
+export function singleBackend(runtime: Runtime): Backend {
+  const lock = createLockShared(runtime);
+  const fair = once(() => createFairShared(runtime));
+  const semaphore = once(() => createSemaphoreShared(runtime));
+  const rw = once(() => createRwShared(runtime));
+  const latch = once(() => createLatchShared(runtime));
+  return {
+    runtime,
+    lock: (prefix, name) => new LockImpl(lock, prefix, name),
+    fairLock: (prefix, name) => new FairLockImpl(fair(), prefix, name),
+    semaphore: (prefix, name, options) => new SemaphoreImpl(semaphore(), prefix, name, options),
+    readWriteLock: (prefix, name) => new ReadWriteLockImpl(rw(), prefix, name),
+    countDownLatch: (prefix, name) => new CountDownLatchImpl(latch(), prefix, name),
+  };
+}
