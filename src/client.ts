@@ -54,7 +54,6 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /** The watchdog lease in milliseconds. */
   readonly leaseMs: number;
 
-  readonly #owned: boolean;
   readonly #runtime: Runtime;
   /** The kinds of this client's topology: one server or a Cluster, or a Redlock quorum. */
   readonly #backend: Backend;
@@ -88,13 +87,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         events: this as EventEmitter,
         connect: ({ given }) => this.#port(given),
       });
-      this.#owned = !isRedisClient(servers[0]!.given);
       this.#ports = redlock.ports;
       this.#runtime = redlock.runtime;
       this.#backend = quorumBackend(redlock.shared);
       return;
     }
-    this.#owned = !isRedisClient(redis);
     const port = this.#port(redis!);
     this.#ports = [port];
     this.#runtime = new Runtime({
@@ -253,7 +250,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   async #close(): Promise<void> {
     this.#runtime.close(closedError(), new LockLostError('The LockClient was closed: its leases are no longer renewed'));
-    if (!this.#owned) return;
+    // A port over a client passed in leaves it open.
     await Promise.all(this.#ports.map((port) => port.close()));
   }
 }

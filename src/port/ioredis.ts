@@ -46,9 +46,8 @@ export const SUBSCRIBER_OPTIONS = {
  * A connection for a URL or ioredis options, with relock's defaults under the user's options (and
  * always an offline queue).
  */
-export function openConnection(given: string | RedisConnectionOptions, extra: RedisOptions = {}): RedisClient {
-  const connection =
-    typeof given === 'string' ? new Redis(given, { ...CONNECTION_DEFAULTS, ...extra } as never) : new Redis({ ...CONNECTION_DEFAULTS, ...given, enableOfflineQueue: true, ...extra } as never);
+export function openConnection(given: string | RedisConnectionOptions): RedisClient {
+  const connection = typeof given === 'string' ? new Redis(given, CONNECTION_DEFAULTS) : new Redis({ ...CONNECTION_DEFAULTS, ...given, enableOfflineQueue: true } as never);
   return connection as unknown as RedisClient;
 }
 
@@ -97,7 +96,6 @@ interface ClusterLike {
   natMapper?(key: string): { readonly host: string; readonly port: number };
   refreshSlotsCache?(callback: (error?: Error | null) => void): void;
   nodes(role: 'all' | 'master'): NodeLike[];
-  call(...args: (string | number)[]): Promise<unknown>;
   on(event: '+node', listener: (node: NodeLike) => void): unknown;
   on(event: 'refresh', listener: () => void): unknown;
   off(event: 'refresh', listener: () => void): unknown;
@@ -169,6 +167,7 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
   if (owned) listen(redis);
   const cluster = redis.isCluster === true;
   const c = redis as unknown as ClusterLike;
+  const topology = cluster ? clusterTopology(redis) : undefined;
   const commands = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   return {
     cluster,
@@ -181,7 +180,7 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
     get lastError() {
       return watch.lastError;
     },
-    topology: cluster ? clusterTopology(redis) : undefined,
+    topology,
     evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (source, keys, args) => redis.eval(source, keys.length, ...keys, ...args),
     command(name, args, routedByKey) {
@@ -191,8 +190,9 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
       return (redis as unknown as { call(...a: (string | number)[]): Promise<unknown> }).call(name, ...args);
     },
     async waitReplicas(key, replicas, timeoutMs) {
-      if (!cluster) return Number(await (redis as unknown as { wait(n: number, ms: number): Promise<number> }).wait(replicas, timeoutMs));
-      const node = c.slots?.[keySlot(key)]?.[0];
+      if (!topology) return Number(await (redis as unknown as { wait(n: number, ms: number): Promise<number> }).wait(replicas, timeoutMs));
+      // The master as the subscriber finds it: through the natMap, as the Cluster's node connections are keyed.
+      const node = topology.owner(keySlot(key));
       const master = c.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === node);
       if (!master) throw new Error(`no connection to the master of "${key}" (slot ${keySlot(key)}${node ? `, ${node}` : ''})`);
       return Number(await master.wait(replicas, timeoutMs));

@@ -22,6 +22,11 @@ export interface SubscriberConnection {
   disconnect(): void;
 }
 
+/** Whether a connection in this state is known down ('reconnecting', 'close', 'end'): a command to it fails or waits. */
+export function isDown(status: string): boolean {
+  return status === 'reconnecting' || status === 'close' || status === 'end';
+}
+
 /** Where a Cluster serves its slots, as its client knows it. */
 export interface Topology {
   /** The master serving `slot`, as `host:port` the client reaches it at, if known. */

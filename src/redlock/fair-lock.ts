@@ -128,8 +128,7 @@ class QueuedHold extends Hold {
 
   /** The quorum hold's loss, checked against its local deadline now. */
   override check(): LockLostError | undefined {
-    const lost = this.quorum.check();
-    if (lost) this.endedBy(lost);
+    this.endedWith(this.quorum.check());
     return this.lost;
   }
 

@@ -2,7 +2,7 @@
 // face of one, so the runtime's Subscriber and WaitingRoom stay as they are. A release publishes on
 // every master with one unique message, delivered once a majority of masters has published it.
 import { EventEmitter } from 'node:events';
-import type { SubscriberConnection } from '../port/port.ts';
+import { isDown, type SubscriberConnection } from '../port/port.ts';
 import { classify, isReplyError } from '../runtime/script.ts';
 import { count, noQuorum, type Master, type Reply } from './replies.ts';
 
@@ -115,7 +115,7 @@ export class FanoutConnection extends EventEmitter {
       };
       this.#connections.forEach((connection, i) => {
         // A connection known down fails at once (it is subscribed again when it comes back).
-        if (connection.status === 'reconnecting' || connection.status === 'end' || connection.status === 'close') {
+        if (isDown(connection.status)) {
           fail(i, new Error(`the subscriber connection is ${connection.status}`));
           return;
         }

@@ -2,7 +2,7 @@
 // state), every master gets a ScriptRunner and an eviction check, and the subscriber is one fan-out
 // connection over a subscriber connection per master.
 import type { EventEmitter } from 'node:events';
-import type { RedisPort, SubscriberConnection } from '../port/port.ts';
+import { isDown, type RedisPort, type SubscriberConnection } from '../port/port.ts';
 import { Runtime } from '../runtime/runtime.ts';
 import { ScriptRunner } from '../runtime/script.ts';
 import { RedlockCommands } from './commands.ts';
@@ -49,7 +49,7 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
     (port, i): Master => ({
       runner: new ScriptRunner(port, runtime.closed),
       label: options.servers[i]!.label,
-      down: () => port.status === 'reconnecting' || port.status === 'close' || port.status === 'end',
+      down: () => isDown(port.status),
     }),
   );
   const commands: RedlockCommands = new RedlockCommands(masters, runtime.publish);

@@ -2,12 +2,9 @@
 // a Redlock quorum. The client picks one backend when it is made and never branches on it again.
 import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from '../api.ts';
 import type { SemaphoreOptions } from '../options.ts';
-import type { Runtime } from '../runtime/runtime.ts';
 
 /** Every kind of one topology. Names come checked; each call is cheap (no I/O). */
 export interface Backend {
-  /** The runtime the kinds share (its waiting room, watchdog and lifecycle). */
-  readonly runtime: Runtime;
   lock(prefix: string, name: string): Lock;
   fairLock(prefix: string, name: string): Lock;
   semaphore(prefix: string, name: string, options: SemaphoreOptions): Semaphore;

@@ -14,7 +14,6 @@ export function quorumBackend(shared: RedlockShared): Backend {
   // The same sides as on one server, their scripts run on every master (src/redlock/rw-lock.ts).
   const rw = once(() => createRedlockRwShared(shared));
   return {
-    runtime: shared.runtime,
     lock: (prefix, name) => new RedlockImpl(shared, prefix, name),
     fairLock: (prefix, name) => new RedlockFairLockImpl(fair(), prefix, name),
     semaphore: (prefix, name, options) => redlockSemaphore(semaphore(), prefix, name, options),

@@ -17,7 +17,6 @@ export function singleBackend(runtime: Runtime): Backend {
   const rw = once(() => createRwShared(runtime));
   const latch = once(() => createLatchShared(runtime));
   return {
-    runtime,
     lock: (prefix, name) => new LockImpl(lock, prefix, name),
     fairLock: (prefix, name) => new FairLockImpl(fair(), prefix, name),
     semaphore: (prefix, name, options) => new SemaphoreImpl(semaphore(), prefix, name, options),

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
-import type { It } from './describe.ts';
+import { applicableOnly, type It } from './describe.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -65,10 +65,7 @@ export const CHANNEL_ACL = process.env.RELOCK_SERVER !== 'redis-6.0';
 
 /** `it` for a test of channel permissions: listed as not applicable on a server without channel rules. */
 export function channelAclOnly(it: It): (name: string, body: () => void | Promise<void>, limitMs?: number) => void {
-  return (name, body, limitMs) => {
-    if (CHANNEL_ACL) it(name, body, limitMs);
-    else console.log(`  not applicable without channel rules in the ACL (${process.env.RELOCK_SERVER}): ${name}`);
-  };
+  return applicableOnly(it, CHANNEL_ACL, 'channel rules in the ACL');
 }
 
 export async function createRelockUser(admin: Redis, username: string, options: { prefix?: string; channels?: boolean } = {}): Promise<AclUser> {

@@ -3,7 +3,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Cluster, type ClusterOptions } from 'ioredis';
-import type { It } from './describe.ts';
+import { applicableOnly, type It } from './describe.ts';
 import { freePort, startPrivateRedis, type RedisServer } from './redis.ts';
 
 export interface ClusterStartOptions {
@@ -203,8 +203,5 @@ export const SHARDED_PUBSUB = process.env.RELOCK_SERVER !== 'redis-6.0';
  * legacy.test.ts's).
  */
 export function shardedOnly(it: It): (name: string, body: () => void | Promise<void>, limitMs?: number) => void {
-  return (name, body, limitMs) => {
-    if (SHARDED_PUBSUB) it(name, body, limitMs);
-    else console.log(`  not applicable without sharded pub/sub (${process.env.RELOCK_SERVER}): ${name}`);
-  };
+  return applicableOnly(it, SHARDED_PUBSUB, 'sharded pub/sub');
 }

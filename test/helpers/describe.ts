@@ -13,6 +13,17 @@ export interface It {
   after(body: Body): void;
 }
 
+/**
+ * `it` for a test of what the server under test may lack: where it is not `applicable` the test is
+ * listed as not applicable "without <what>", not run (the server matrix's older servers).
+ */
+export function applicableOnly(it: It, applicable: boolean, what: string): (name: string, body: Body, limitMs?: number) => void {
+  return (name, body, limitMs) => {
+    if (applicable) it(name, body, limitMs);
+    else console.log(`  not applicable without ${what} (${process.env.RELOCK_SERVER}): ${name}`);
+  };
+}
+
 /** Rejects with a message naming `what` when `promise` has not settled within `ms`. */
 export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
