@@ -29,6 +29,13 @@ export interface AcquireTraceContext {
   fencingToken?: number;
   /** Set on success of an acquire: milliseconds from the call to the lease. */
   waitedMs?: number;
+  /**
+   * Set by a fair lock's acquire that joined its queue (one server or a Cluster): the Redis server's
+   * time of the join, in milliseconds since the epoch (its `TIME`); of the last join when the waiter
+   * joined again (after a late reply or a grant it could not claim in time). The fair lock serves in
+   * the order of these times; the gap to the call's own clock is the time the join took to get there.
+   */
+  queuedAt?: number;
 }
 
 /**
@@ -86,13 +93,21 @@ export const diagnostics = {
   wake: channel('relock:wake'),
 };
 
-/** Traces an acquire when someone listens; sets `fencingToken` and `waitedMs` on the context on success. */
-export function traceAcquire<T extends { readonly fencingToken: number }>(name: string, kind: LockKind, clientId: string, fn: () => Promise<T>): Promise<T> {
+/**
+ * Traces an acquire when someone listens; sets `fencingToken` and `waitedMs` on the context on
+ * success. `fn` gets the context (to set `queuedAt`), or undefined when nobody listens.
+ */
+export function traceAcquire<T extends { readonly fencingToken: number }>(
+  name: string,
+  kind: LockKind,
+  clientId: string,
+  fn: (trace?: AcquireTraceContext) => Promise<T>,
+): Promise<T> {
   if (!diagnostics.acquire.hasSubscribers) return fn();
   const context: AcquireTraceContext = { name, kind, clientId };
   const startedAt = performance.now();
   return diagnostics.acquire.tracePromise(async () => {
-    const lease = await fn();
+    const lease = await fn(context);
     context.fencingToken = lease.fencingToken;
     context.waitedMs = performance.now() - startedAt;
     return lease;

@@ -1,7 +1,7 @@
 // What every kind of Lock shares above its own way of taking a hold: argument checks before any I/O,
 // tracing, tryAcquire, runExclusive, and the reads and force-unlock by its keys.
 import type { Lease, Lock } from './api.ts';
-import { traceAcquire, type LockKind } from './diagnostics.ts';
+import { traceAcquire, type AcquireTraceContext, type LockKind } from './diagnostics.ts';
 import { LockLostError, LockTimeoutError } from './errors.ts';
 import { LeaseImpl, runExclusive } from './lease.ts';
 import type { AcquireOptions, TryAcquireOptions } from './options.ts';
@@ -49,11 +49,14 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     identities.set(this, { runtime, key: keys.lock, name, kind });
   }
 
-  /** Takes the lock for a fresh hold (not a re-entry) once the arguments are checked. */
-  protected abstract takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease>;
+  /**
+   * Takes the lock for a fresh hold (not a re-entry) once the arguments are checked; `trace` is the
+   * acquire's tracing context when someone listens.
+   */
+  protected abstract takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, trace?: AcquireTraceContext): Promise<Lease>;
 
   /** Re-enters when the current context holds the lock, else takes it afresh. */
-  async #take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+  async #take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, trace?: AcquireTraceContext): Promise<Lease> {
     const runtime = this.#runtime;
     if (runtime.closed.aborted) throw runtime.closed.reason;
     signal?.throwIfAborted();
@@ -64,7 +67,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
       // Released beside this call (its last release won the race): the lock is taken afresh.
       if (count !== undefined) return new LeaseImpl(held, count, this.#kind, runtime.clientId, runtime.closed);
     }
-    return this.takeFresh(waitMs, leaseMs, signal);
+    return this.takeFresh(waitMs, leaseMs, signal, trace);
   }
 
   acquire(options?: AcquireOptions): Promise<Lease> {
@@ -73,7 +76,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
       const waitMs = checkWaitMs(o.waitMs);
       const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
       const signal = checkSignal(o.signal);
-      return traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.#take(waitMs, leaseMs, signal));
+      return traceAcquire(this.name, this.#kind, this.#runtime.clientId, (trace) => this.#take(waitMs, leaseMs, signal, trace));
     } catch (error) {
       return Promise.reject(error);
     }

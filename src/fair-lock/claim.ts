@@ -1,5 +1,6 @@
 // One call of a fair waiter: an acquire script call (a try, or a join of the queue), and owning a
 // grant it was offered (on receipt when its claim provably lasts, else after a confirm).
+import type { AcquireTraceContext } from '../diagnostics.ts';
 import { LockLostError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import type { Hold, HoldScripts } from '../runtime/hold.ts';
@@ -20,6 +21,8 @@ export interface FairWait {
   readonly waitMs: number;
   /** A fixed lease; undefined: the watchdog's. */
   readonly leaseMs: number | undefined;
+  /** The acquire's tracing context, when someone listens: a join sets its `queuedAt`. */
+  readonly trace?: AcquireTraceContext | undefined;
 }
 
 function leaseOf(w: FairWait, hold: Hold): LeaseImpl {
@@ -44,6 +47,8 @@ export async function attempt(w: FairWait, hold: Hold, mode: 'try' | 'wait'): Pr
   }
   if (outcome.kind === 'busy') {
     watchdog.delete(hold);
+    // Queued: when, on the Redis clock (the order the lock serves in).
+    if (mode === 'wait' && w.trace) w.trace.queuedAt = outcome.atMs;
     return 'busy';
   }
   hold.acquired(outcome.token, sentAt, leaseMs);

@@ -16,8 +16,8 @@ import type { FairSettings } from './settings.ts';
 /** What an acquire script call got. */
 export type AcquireOutcome =
   | { readonly kind: 'acquired'; readonly token: number }
-  /** Held (or not grantable yet); in 'wait' mode the owner is queued. */
-  | { readonly kind: 'busy'; readonly pttlMs: number };
+  /** Held (or not grantable yet); in 'wait' mode the owner is queued. `atMs`: the call's Redis TIME in ms. */
+  | { readonly kind: 'busy'; readonly pttlMs: number; readonly atMs: number };
 
 /** A release, and to whom it granted the lock, if anyone. */
 export type FairReleaseOutcome = ReleaseOutcome & { readonly grant?: Grant | undefined };
@@ -95,7 +95,7 @@ export class FairLockCommands extends HashLockReads {
     const reply = await this.#timed(acquire, this.#grantKeys(keys), args, 0);
     return owners.map((_, i): AcquireOutcome => {
       const value = reply[2 + i * 2];
-      return reply[1 + i * 2] === 1 ? { kind: 'acquired', token: toToken(value, keys.fence) } : { kind: 'busy', pttlMs: Number(value) };
+      return reply[1 + i * 2] === 1 ? { kind: 'acquired', token: toToken(value, keys.fence) } : { kind: 'busy', pttlMs: Number(value), atMs: Number(reply[0]) };
     });
   }
 

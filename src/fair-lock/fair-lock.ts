@@ -1,6 +1,7 @@
 // The fair lock: the same Lock as lock(), served in the order waiters started waiting across every
 // process, with the lock handed directly to the head of the queue on release.
 import type { Lease } from '../api.ts';
+import type { AcquireTraceContext } from '../diagnostics.ts';
 import { LockBase } from '../lock-base.ts';
 import { frame } from '../runtime/acquire.ts';
 import type { HoldScripts } from '../runtime/hold.ts';
@@ -36,9 +37,9 @@ export class FairLockImpl extends LockBase<FairLockKeys> {
     };
   }
 
-  protected async takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+  protected async takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, trace?: AcquireTraceContext): Promise<Lease> {
     const { runtime } = this.#shared;
-    const wait = { shared: this.#shared, keys: this.#keys, name: this.name, scripts: this.#scripts, waitMs, leaseMs };
+    const wait = { shared: this.#shared, keys: this.#keys, name: this.name, scripts: this.#scripts, waitMs, leaseMs, trace };
     const taken = await frame(runtime, {
       name: this.name,
       waitMs,

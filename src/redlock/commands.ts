@@ -73,6 +73,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
       },
       timeoutMs,
     );
+    this.outstanding(keys.lock, owner, sent, replies);
     return { replies, sent };
   }
 
@@ -99,7 +100,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
     const publishers = this.publishers();
     return this.settleAll(
       this.masters,
-      ({ runner }, i) => runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, publishers[i]!, message]),
+      ({ runner }, i) => this.after(i, keys.lock, owner, () => runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, publishers[i]!, message])),
       this.released(`Lock "${lockName}" was not released`, lockName),
       undefined,
       // Sent to a master known down too (ioredis queues it): a release must reach one that comes back.

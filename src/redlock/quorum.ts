@@ -34,6 +34,8 @@ export class Quorum {
   /** Release messages are unique (`rl:<nonce>:<seq>`), so a subscriber counts each release's copies. */
   readonly #nonce = randomUUID().slice(0, 8);
   #seq = 0;
+  /** Acquire calls still out when their attempt was decided, by `master|key|owner`, until they settle. */
+  readonly #out = new Map<string, Promise<void>>();
 
   constructor(masters: readonly Master[], publish: string) {
     this.masters = masters;
@@ -48,6 +50,31 @@ export class Quorum {
    */
   majorityHas(values: readonly number[]): number | undefined {
     return [...values].sort((a, b) => b - a)[this.quorum - 1];
+  }
+
+  /**
+   * Remembers the calls of a decided acquire that have not answered (a straggler, a master that just
+   * died): the owner's release on that master goes out only after them (see `after`).
+   */
+  outstanding(key: string, owner: string, sent: readonly (Promise<unknown> | undefined)[], replies: readonly (Reply<unknown> | undefined)[]): void {
+    sent.forEach((call, i) => {
+      if (call === undefined || replies[i] !== undefined) return;
+      const id = `${i}|${key}|${owner}`;
+      const settled = call.then(noop, noop);
+      this.#out.set(id, settled);
+      void settled.then(() => this.#out.get(id) === settled && this.#out.delete(id));
+    });
+  }
+
+  /**
+   * `write` for `owner` on master `i`, once its acquire calls still out there have settled. ioredis
+   * resends a command that was out when its connection closed, after the reconnection, while a
+   * release queued behind it may have failed meanwhile (maxRetriesPerRequest): without this order,
+   * the acquire landed after its release and the master kept a hold nobody owned for a whole lease.
+   */
+  after<T>(i: number, key: string, owner: string, write: () => Promise<T>): Promise<T> {
+    const out = this.#out.get(`${i}|${key}|${owner}`);
+    return out ? out.then(write) : write();
   }
 
   /** A new release message: `rl:<nonce>:<seq>`. */

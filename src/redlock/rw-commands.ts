@@ -78,6 +78,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
       },
       leaseMs - driftMs(leaseMs),
     );
+    this.outstanding(k.hash, member, sent, replies);
     const taken: number[] = [];
     const tokens: number[] = [];
     const refusals: Extract<MasterAcquire, { kind: 'busy' }>[] = [];
@@ -139,7 +140,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     const keys = [k.hash, k.leases, k.waiting, k.batch, k.toReaders, k.toWriters, k.intents];
     return this.settleAll(
       this.masters,
-      ({ runner }, i) => runner.run(rwScripts.release, keys, [member, believed, whole ? 1 : 0, publishers[i]!, this.settings.batchMs, message]),
+      ({ runner }, i) => this.after(i, k.hash, member, () => runner.run(rwScripts.release, keys, [member, believed, whole ? 1 : 0, publishers[i]!, this.settings.batchMs, message])),
       this.released(`Lock "${lockName}" was not released`, lockName),
       undefined,
       // Sent to a master known down too (ioredis queues it): a release must reach one that comes back.

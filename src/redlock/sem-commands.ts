@@ -126,6 +126,7 @@ export class SlotCommands extends Quorum {
       },
       timeoutMs,
     );
+    this.outstanding(keys.sem, owner, sent, replies);
     return { replies, sent };
   }
 
@@ -151,7 +152,8 @@ export class SlotCommands extends Quorum {
     const args = [owner, this.publish, this.message()];
     return this.settleAll(
       this.masters,
-      async ({ runner }): Promise<ReleaseOutcome> => ((await runner.run(release, [keys.sem, keys.leases, keys.channel], args)) >= 0 ? { kind: 'released', left: 0 } : { kind: 'gone' }),
+      ({ runner }, i): Promise<ReleaseOutcome> =>
+        this.after(i, keys.sem, owner, async () => ((await runner.run(release, [keys.sem, keys.leases, keys.channel], args)) >= 0 ? { kind: 'released', left: 0 } : { kind: 'gone' })),
       this.released(`Semaphore "${name}" was not released`, name),
       timeoutMs,
       false,

@@ -128,6 +128,29 @@ describe('faults checker', (it) => {
     );
   });
 
+  it('judges a fair lock by when each waiter joined the queue on the Redis clock, where the log has it', () => {
+    // Asked at 5, 6, 0, 7 in four processes, but the join of the caller of 0 reached Redis last but
+    // one: served in the order of the joins, nobody was overtaken.
+    const inJoinOrder = granted([5, 6, 0, 7]).map((e, i) => ({ ...e, queuedAt: 1_000 + 10 * i }));
+    const fair = check({ entries: inJoinOrder, counter: 4, maxOvertakenShare: 0 });
+    assert.equal(fair.problems, []);
+    assert.is(fair.fifoJudged, 4);
+    // Negative control: a waiter that joined first (queued at 1,000) served after one that joined
+    // 20 ms later is overtaken, though its acquire() was called last.
+    const queuedAt = [1_010, 1_020, 1_000, 1_030];
+    const unfair = check({ entries: granted([0, 1, 7, 8]).map((e, i) => ({ ...e, queuedAt: queuedAt[i]! })), counter: 4, maxOvertakenShare: 0 });
+    assert.equal(
+      unfair.overtaken.map((o) => [o.entry.token, o.by.token, o.ms]),
+      [[12, 11, 20]],
+    );
+    assert.match(unfair.problems[0]!, /token 12 .* queued at 1000\.0, granted after .* token 11 .* queued 20\.0 ms later$/);
+    // An entry with no join (it took a free lock with nobody queued) is neither judged nor compared.
+    const { queuedAt: _, ...noJoin } = inJoinOrder[3]!;
+    const direct = check({ entries: [...inJoinOrder.slice(0, 3), { ...noJoin, asked: -50 }], counter: 4, maxOvertakenShare: 0 });
+    assert.is(direct.fifoJudged, 3);
+    assert.equal(direct.problems, []);
+  });
+
   it('orders callers less than 1 ms apart as they were served', () => {
     // The second caller came 0.5 ms after the first and was served first: no order to keep.
     const report = check({ entries: granted([10.5, 10, 30]), counter: 3, maxOvertakenShare: 0 });

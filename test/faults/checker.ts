@@ -52,10 +52,11 @@ export interface Report {
   readonly longestBeliefAfterHandoverMs: number;
   readonly longestWaitMs: number;
   /**
-   * FIFO: acquisitions overtaken by a later caller, i.e. granted after some other acquisition whose
-   * acquire() was called at least FIFO_SLACK_MS after theirs. Granted means in token order (the
-   * order Redis granted them, which the check above requires to be the order they began in).
-   * Only acquisitions asked for from `fifoFrom` on are judged.
+   * FIFO: acquisitions overtaken by a later caller, i.e. granted after some other acquisition that
+   * arrived at least FIFO_SLACK_MS after theirs: joined the queue later on Redis's clock, where the
+   * entries have `queuedAt` (a fair lock; entries without it are left out then), else had acquire()
+   * called later. Granted means in token order (the order Redis granted them, which the check above
+   * requires to be the order they began in). Only acquisitions asked for from `fifoFrom` on are judged.
    */
   readonly overtaken: readonly Overtake[];
   /** The acquisitions the FIFO check judged. */
@@ -171,23 +172,27 @@ export function check(input: CheckInput): Report {
     hung.map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms`),
   );
 
-  // FIFO: in grant (token) order, an acquisition is overtaken when an earlier-granted one was asked
-  // for at least FIFO_SLACK_MS after it; the latest caller granted so far is the one to compare with.
+  // FIFO: in grant (token) order, an acquisition is overtaken when an earlier-granted one arrived at
+  // least FIFO_SLACK_MS after it; the latest arrival granted so far is the one to compare with. It
+  // arrived when it joined the queue on Redis's clock where the log has that (a fair lock: the order
+  // it promises), else when acquire() was called; entries without a join then are left out.
   const fifoFrom = input.fifoFrom ?? Number.NEGATIVE_INFINITY;
-  const fifoJudged = entries.filter((e) => e.asked >= fifoFrom).length;
+  const byJoin = entries.some((e) => e.queuedAt !== undefined);
+  const arrived = (e: Entry) => (byJoin ? e.queuedAt! : e.asked);
+  const compared = byToken.filter((e) => !byJoin || e.queuedAt !== undefined);
+  const fifoJudged = compared.filter((e) => e.asked >= fifoFrom).length;
   const overtaken: Overtake[] = [];
   let latestCaller: Entry | undefined;
-  for (const entry of byToken) {
-    if (latestCaller && entry.asked >= fifoFrom && latestCaller.asked - entry.asked >= FIFO_SLACK_MS) {
-      overtaken.push({ entry, by: latestCaller, ms: latestCaller.asked - entry.asked });
-    }
-    if (!latestCaller || entry.asked > latestCaller.asked) latestCaller = entry;
+  for (const entry of compared) {
+    const ms = latestCaller ? arrived(latestCaller) - arrived(entry) : 0;
+    if (latestCaller && entry.asked >= fifoFrom && ms >= FIFO_SLACK_MS) overtaken.push({ entry, by: latestCaller, ms });
+    if (!latestCaller || arrived(entry) > arrived(latestCaller)) latestCaller = entry;
   }
   const overtakenShare = fifoJudged === 0 ? 0 : overtaken.length / fifoJudged;
   if (input.maxOvertakenShare !== undefined && overtakenShare > input.maxOvertakenShare) {
     const examples = overtaken
       .slice(0, MAX_LISTED)
-      .map((o) => `${show(o.entry)} asked at ${o.entry.asked.toFixed(1)}, granted after ${show(o.by)} asked ${o.ms.toFixed(1)} ms later`);
+      .map((o) => `${show(o.entry)} ${byJoin ? 'queued' : 'asked'} at ${arrived(o.entry).toFixed(1)}, granted after ${show(o.by)} ${byJoin ? 'queued' : 'asked'} ${o.ms.toFixed(1)} ms later`);
     const more = overtaken.length > MAX_LISTED ? ` (and ${overtaken.length - MAX_LISTED} more)` : '';
     problems.push(
       `${overtaken.length} of ${fifoJudged} acquisitions (${percent(overtakenShare)} %) overtaken by a later caller, above the bound of ${percent(input.maxOvertakenShare)} %: ${examples.join('; ')}${more}`,

@@ -27,8 +27,14 @@ export interface Entry {
   readonly loop: number;
   /** The fencing token of the lease. */
   readonly token: number;
-  /** When acquire() was called (the FIFO check compares callers by it). */
+  /** When acquire() was called (the FIFO check compares callers by it, unless they have `queuedAt`). */
   readonly asked: number;
+  /**
+   * A fair lock's acquisition that joined the queue: when the join ran, on the Redis server's clock
+   * (ms, `AcquireTraceContext.queuedAt`). The FIFO check compares these where the entries have them:
+   * two callers a millisecond apart in two processes may reach Redis in either order.
+   */
+  queuedAt?: number;
   /** When acquire() resolved. */
   readonly start: number;
   /**

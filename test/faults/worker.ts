@@ -5,10 +5,11 @@
 // member's token), and one JSON line per section appended
 // (synchronously, so a SIGKILL loses nothing already logged) to its log file. The harness steers
 // it by IPC: hold the next lease (to inject a fault), stop.
+import { tracingChannel } from 'node:diagnostics_channel';
 import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { LockClient, type Lease, type Lock, type MultiLease } from '../../src/index.ts';
+import { LockClient, type AcquireTraceContext, type Lease, type Lock, type MultiLease } from '../../src/index.ts';
 import { FENCED_SET, now, type Entry, type FromWorker, type HoldRequest, type MemberSection, type ToWorker, type WorkerConfig } from './protocol.ts';
 
 const config = JSON.parse(process.env.RELOCK_FAULT_WORKER ?? 'null') as WorkerConfig | null;
@@ -38,6 +39,18 @@ client.on('error', count);
 const storage = new Redis({ ...config.storage, lazyConnect: false });
 storage.on('error', count);
 const lock = config.kind === 'fair-lock' ? client.fairLock(config.name) : client.lock(config.name);
+// A fair lock's waiters report when their join ran on Redis (`queuedAt`): the order it serves in. The
+// acquire's tracing context is published synchronously within the acquire() call.
+let traced: AcquireTraceContext | undefined;
+if (config.kind === 'fair-lock') {
+  tracingChannel('relock:acquire').subscribe({
+    start: (context) => void (traced = context as AcquireTraceContext),
+    end() {},
+    asyncStart() {},
+    asyncEnd() {},
+    error() {},
+  });
+}
 
 /** The family's factories, by their contract names (typed here so that this file does not wait for them). */
 interface Family {
@@ -172,8 +185,12 @@ async function section(loop: number): Promise<void> {
   waiting.set(loop, asked);
   const choice = choose();
   let lease: Lease;
+  let trace: AcquireTraceContext | undefined;
   try {
-    lease = await choice.acquire(config!.fixedLeaseMs === undefined ? undefined : { leaseMs: config!.fixedLeaseMs });
+    traced = undefined;
+    const acquiring = choice.acquire(config!.fixedLeaseMs === undefined ? undefined : { leaseMs: config!.fixedLeaseMs });
+    trace = traced as AcquireTraceContext | undefined; // set by the start event, within the call
+    lease = await acquiring;
   } catch (error) {
     // Redis unreachable (a restart): count it, and try again as an application would.
     count(error);
@@ -195,6 +212,7 @@ async function section(loop: number): Promise<void> {
     write: 'none',
     lostAt: null,
   };
+  if (trace?.queuedAt !== undefined) entry.queuedAt = trace.queuedAt;
   if (choice.mode) entry.mode = choice.mode;
   if (choice.permits !== undefined) entry.permits = choice.permits;
   if (choice.members) {

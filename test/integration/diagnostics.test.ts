@@ -97,6 +97,38 @@ describe('diagnostics_channel (the OpenTelemetry bridge example)', (it) => {
     assert.ok(sink.points.some((point) => point.name === 'relock.errors' && point.attributes['error.type'] === 'ERR_LOCK_TIMEOUT'));
   });
 
+  it("sets queuedAt, on Redis's clock, on the context of a fair lock's acquire that joined the queue, in the order of the joins", async () => {
+    const name = uniqueName('diag');
+    const redisMs = async () => {
+      const [seconds, micros] = (await s.f.admin.time()) as unknown as [string, string];
+      return Number(seconds) * 1000 + Number(micros) / 1000;
+    };
+    const held = await s.other.fairLock(name).acquire();
+    const before = await redisMs();
+    const first = s.client.fairLock(name).acquire({ waitMs: 10_000 });
+    await eventually(() => s.client.waiting === 1, 'the first acquire waits');
+    const third = s.f.client();
+    const second = third.fairLock(name).acquire({ waitMs: 10_000 });
+    await eventually(async () => (await s.f.admin.llen(`relock:{${name}}:fair:q`)) === 2, 'both joined the queue');
+    const after = await redisMs();
+    await held.release();
+    const leases: Lease[] = [];
+    for (const waiting of [first, second]) {
+      leases.push(await waiting);
+      await leases.at(-1)!.release();
+    }
+    const traced = contexts.filter((context) => context.name === name);
+    assert.is(traced.length, 3, 'the holder and the two waiters');
+    // The holder took a free lock with nobody queued: no join.
+    assert.is(traced.find((context) => context.fencingToken === held.fencingToken)?.queuedAt, undefined);
+    const [one, two] = [traced.find((c) => c.clientId === s.client.id)!, traced.find((c) => c.clientId === third.id)!];
+    assert.ok(one.queuedAt! >= Math.floor(before) && one.queuedAt! <= after, `${one.queuedAt} in [${before}, ${after}]`);
+    assert.ok(two.queuedAt! >= one.queuedAt! && two.queuedAt! <= after, `${two.queuedAt} after ${one.queuedAt}`);
+    assert.ok(one.fencingToken! < two.fencingToken!, 'served in the order of the joins');
+    // The lock() of another kind never joins a queue.
+    assert.not.ok(contexts.some((context) => context.kind !== 'fair-lock' && context.queuedAt !== undefined));
+  });
+
   it('publishes relock:wake when a release wakes a waiter, and the wait shows in waitedMs', async () => {
     const name = uniqueName('diag');
     // The holder's client has the default 30 s lease: only the release message can wake the waiter in time.
