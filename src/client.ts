@@ -7,11 +7,11 @@ import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
 import type { LockClientOptions, RedisClient, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
-import { checkServers } from './redlock/servers.ts';
-import { createRedlock } from './redlock/setup.ts';
+import { checkServers } from './topology/quorum-servers.ts';
+import { createRedlock } from './topology/quorum-setup.ts';
 import { Runtime } from './runtime/runtime.ts';
 import type { Backend } from './topology/backend.ts';
-import { quorumBackend } from './topology/quorum.ts';
+import { quorumBackend } from './topology/quorum-backend.ts';
 import { singleBackend } from './topology/single.ts';
 import { checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
@@ -78,7 +78,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     if (servers && replicas > 0) throw new TypeError('Expected `replicas` only with one Redis server or a Cluster: a Redlock client (redis given as an array) has no replica sync');
 
     if (servers) {
-      // Redlock: one lock over several independent masters (src/redlock/, docs/redlock.md).
+      // Redlock: one lock over several independent masters (src/topology/quorum*.ts, each kind's quorum.ts; docs/redlock.md).
       const redlock = createRedlock({
         servers,
         clientId: this.id,

@@ -6,6 +6,7 @@ import { reenterOutcome, releaseOutcome, type ReenterOutcome, type ReleaseOutcom
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import type { Renewable } from '../runtime/renewable.ts';
 import type { LockKeys } from './keys.ts';
+import type { LockTopology, TakeOutcome } from './lock.ts';
 
 /** What a first attempt got. */
 export type AcquireOutcome = { readonly kind: 'acquired'; readonly token: number } | { readonly kind: 'busy'; readonly pttlMs: number };
@@ -55,14 +56,38 @@ export class HashLockReads {
   }
 }
 
-export class LockCommands extends HashLockReads {
+/** The lock's commands on one server or a Cluster. */
+export class LockCommands extends HashLockReads implements LockTopology {
   readonly #runner: ScriptRunner;
   readonly #publish: string;
+  readonly #leaseMs: number;
+  readonly #fenceTtlMs: number;
 
-  constructor(runner: ScriptRunner, publish: string) {
+  /** `leaseMs`, `fenceTtlMs`: the client's (a key without expiry is tried again after its lease). */
+  constructor(runner: ScriptRunner, publish: string, leaseMs: number, fenceTtlMs: number) {
     super(runner);
     this.#runner = runner;
     this.#publish = publish;
+    this.#leaseMs = leaseMs;
+    this.#fenceTtlMs = fenceTtlMs;
+  }
+
+  attempts(keys: LockKeys, _name: string, _waitMs: number, leaseMs: number): (owner: string) => Promise<TakeOutcome> {
+    return async (owner) => {
+      let outcome: AcquireOutcome;
+      try {
+        outcome = await this.acquire(keys, owner, leaseMs, this.#fenceTtlMs);
+      } catch (error) {
+        // No answer is not "not taken": the script may still run after a client-side timeout. The
+        // owner id is this attempt's alone, so giving it back is safe whatever happened.
+        if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') this.release(keys, owner, 1, true).catch(() => undefined);
+        throw error;
+      }
+      // Busy: sleep until the holder's lease ends, a millisecond more (a Node timer may fire up to one
+      // early against Redis's expiry); a key without expiry is tried again after a whole lease.
+      if (outcome.kind === 'busy') return { kind: 'busy', retryMs: outcome.pttlMs >= 0 ? outcome.pttlMs + 1 : this.#leaseMs };
+      return outcome;
+    };
   }
 
   async acquire(keys: LockKeys, owner: string, leaseMs: number, fenceTtlMs: number): Promise<AcquireOutcome> {

@@ -54,7 +54,7 @@ export const rwScripts = { readAcquire, writeAcquire, reenter, release, forceRel
 
 /**
  * The commands a side of a read-write lock runs: over one server (RwLockCommands), or on every master
- * of a Redlock client with the majority deciding (src/redlock/rw-commands.ts). `lockName` names the
+ * of a Redlock client with the majority deciding (src/rw-lock/quorum-commands.ts). `lockName` names the
  * lock in a quorum's errors.
  */
 export interface RwCommands extends LockReads<RwSideKeys> {

@@ -1,28 +1,294 @@
-// The kinds over a Redlock quorum of independent masters (src/redlock/): each kind's quorum version,
-// or a clear refusal for a kind that has none.
+// The quorum seam: one script or read on every master at once, decided by the majority as soon as the
+// replies decide it (a slow or unreachable minority holds an operation up for the straggler bound at
+// most), and the rule of when an operation settles (a failed attempt's undo, a release's write).
+import { randomUUID } from 'node:crypto';
 import { LockError } from '../errors.ts';
-import { createRedlockFairShared, RedlockFairLockImpl } from '../redlock/fair-lock.ts';
-import { RedlockImpl, type RedlockShared } from '../redlock/lock.ts';
-import { createRedlockRwShared } from '../redlock/rw-lock.ts';
-import { createRedlockSemaphoreShared, redlockSemaphore } from '../redlock/semaphore.ts';
-import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
-import { once, type Backend } from './backend.ts';
+import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import { noop, settledWithin } from '../runtime/waits.ts';
+import { answeredError, count, gather, noQuorum, pending, quorumOf, SILENT_MS, type Decide, type Master, type Reply } from './quorum-replies.ts';
 
-export function quorumBackend(shared: RedlockShared): Backend {
-  const fair = once(() => createRedlockFairShared(shared));
-  const semaphore = once(() => createRedlockSemaphoreShared(shared));
-  // The same sides as on one server, their scripts run on every master (src/redlock/rw-lock.ts).
-  const rw = once(() => createRedlockRwShared(shared));
-  return {
-    lock: (prefix, name) => new RedlockImpl(shared, prefix, name),
-    fairLock: (prefix, name) => new RedlockFairLockImpl(fair(), prefix, name),
-    semaphore: (prefix, name, options) => redlockSemaphore(semaphore(), prefix, name, options),
-    readWriteLock: (prefix, name) => new ReadWriteLockImpl(rw(), prefix, name),
-    countDownLatch(_prefix, name) {
-      throw new LockError(`countDownLatch("${name}"): a Redlock client (redis given as an array of masters) has no count-down latch; use a client of one server or a Cluster`, {
-        lockName: name,
-        code: 'ERR_LOCK_UNSUPPORTED',
-      });
-    },
-  };
+/** Where the masters were split between owners, how soon to try again: a few ms, at random (no lockstep). */
+export const splitRetryMs = (): number => 2 + Math.floor(Math.random() * 10);
+
+/**
+ * How long the masters that have not answered get once a majority answered without deciding (taken
+ * on one, refused on another; a hold renewed on one, absent on another): Redlock's small per-master
+ * timeout. A silent master (a partition) would otherwise hold such a call up until the command timeout.
+ */
+const STRAGGLER_MS = 50;
+
+/**
+ * What the commands of every Redlock lock kind share: the masters and their majority, unique release
+ * messages, the masters a release publishes on, the gate, the majority's rules for the outcomes
+ * every kind has (acquired, re-entered, released, renewed, force-released), and when a failed
+ * attempt's undo and a release have settled (undone, settleAll).
+ */
+export class Quorum {
+  readonly masters: readonly Master[];
+  /** The majority: floor(n / 2) + 1. */
+  readonly quorum: number;
+  /** The publish command ("publish", or "spublish"). */
+  readonly publish: string;
+  /** Master indexes sorted by host:port. */
+  readonly #byLabel: readonly number[];
+  /** Release messages are unique (`rl:<nonce>:<seq>`), so a subscriber counts each release's copies. */
+  readonly #nonce = randomUUID().slice(0, 8);
+  #seq = 0;
+  /** Acquire calls still out when their attempt was decided, by `master|key|owner`, until they settle. */
+  readonly #out = new Map<string, Promise<void>>();
+
+  constructor(masters: readonly Master[], publish: string) {
+    this.masters = masters;
+    this.quorum = quorumOf(masters.length);
+    this.publish = publish;
+    this.#byLabel = [...masters.keys()].sort((a, b) => (masters[a]!.label < masters[b]!.label ? -1 : 1));
+  }
+
+  /**
+   * What a majority of masters has at least, of one figure per master that answered (a time to live,
+   * a hold count): the quorum-th largest; undefined with fewer values than a majority.
+   */
+  majorityHas(values: readonly number[]): number | undefined {
+    return [...values].sort((a, b) => b - a)[this.quorum - 1];
+  }
+
+  /**
+   * Remembers the calls of a decided acquire that have not answered (a straggler, a master that just
+   * died): the owner's release on that master goes out only after them (see `after`).
+   */
+  outstanding(key: string, owner: string, sent: readonly (Promise<unknown> | undefined)[], replies: readonly (Reply<unknown> | undefined)[]): void {
+    sent.forEach((call, i) => {
+      if (call === undefined || replies[i] !== undefined) return;
+      const id = `${i}|${key}|${owner}`;
+      const settled = call.then(noop, noop);
+      this.#out.set(id, settled);
+      void settled.then(() => this.#out.get(id) === settled && this.#out.delete(id));
+    });
+  }
+
+  /**
+   * `write` for `owner` on master `i`, once its acquire calls still out there have settled. ioredis
+   * resends a command that was out when its connection closed, after the reconnection, while a
+   * release queued behind it may have failed meanwhile (maxRetriesPerRequest): without this order,
+   * the acquire landed after its release and the master kept a hold nobody owned for a whole lease.
+   */
+  after<T>(i: number, key: string, owner: string, write: () => Promise<T>): Promise<T> {
+    const out = this.#out.get(`${i}|${key}|${owner}`);
+    return out ? out.then(write) : write();
+  }
+
+  /** A new release message: `rl:<nonce>:<seq>`. */
+  message(): string {
+    return `rl:${this.#nonce}:${++this.#seq}`;
+  }
+
+  /**
+   * The publish command of each master for one release: the command on a majority, the first by
+   * host:port that are usable (so the gate is one of them: a woken waiter finds the gate
+   * released), '' elsewhere. The subscribers deliver a release once a majority has published it.
+   */
+  publishers(): string[] {
+    const up = this.#byLabel.filter((i) => this.usable(i));
+    const publishers = new Set((up.length >= this.quorum ? up : this.#byLabel).slice(0, this.quorum));
+    return this.masters.map((_, i) => (publishers.has(i) ? this.publish : ''));
+  }
+
+  /**
+   * The gate of waiters' attempts: the first master by host:port that is usable (the same in every
+   * client once each has heard the silence); with none usable, the first not known down.
+   */
+  gate(): number | undefined {
+    return this.#byLabel.find((i) => this.usable(i)) ?? this.#byLabel.find((i) => !this.masters[i]!.down());
+  }
+
+  /**
+   * Whether master `i` is worth ordering on: not known down, and not silent (a command out
+   * SILENT_MS without a reply: a partition or a frozen server keeps its connection up).
+   */
+  usable(i: number): boolean {
+    const master = this.masters[i]!;
+    return !master.down() && !master.runner.silentFor(SILENT_MS);
+  }
+
+  /**
+   * gather() with Redlock's small per-master timeout: once a majority of the masters given answered
+   * without deciding, the rest get STRAGGLER_MS more, then count as not answering (what a straggler
+   * does later is the caller's to account for: a failed acquire is rolled back on it).
+   */
+  settle<R, D>(masters: readonly Master[], call: (master: Master, index: number) => Promise<R>, decide: Decide<R, D>, timeoutMs?: number, failFast = true): Promise<D> {
+    let cutOff: (() => void) | undefined;
+    const cut = new Promise<never>((_, reject) => {
+      const error = () => new LockError(`Redis could not be reached: no answer within ${STRAGGLER_MS} ms of a majority's`, { code: 'ERR_LOCK_UNREACHABLE' });
+      cutOff = () => setTimeout(() => reject(error()), STRAGGLER_MS).unref();
+    });
+    cut.catch(() => undefined);
+    const majority = quorumOf(masters.length);
+    return gather(
+      masters,
+      (master, i) => Promise.race([call(master, i), cut]),
+      (replies, done) => {
+        const decided = decide(replies, done);
+        if (decided === undefined && cutOff && count(replies, (reply) => reply.ok) >= majority) {
+          cutOff();
+          cutOff = undefined;
+        }
+        return decided;
+      },
+      failFast,
+      timeoutMs,
+    );
+  }
+
+  /**
+   * settle() for a write that must be settled on every master, not only decided (a release): once
+   * `decide` has decided, it still waits for each master that has not answered, unless known down,
+   * until the straggler cut (STRAGGLER_MS once a majority answered), or `timeoutMs`. So when a
+   * release resolves, every master that answers within the straggler bound has given the hold up
+   * (see docs/redlock.md#when-an-operation-settles).
+   */
+  settleAll<R, D>(masters: readonly Master[], call: (master: Master, index: number) => Promise<R>, decide: Decide<R, D>, timeoutMs?: number, failFast = true): Promise<D> {
+    let decided: D | undefined;
+    return this.settle(
+      masters,
+      call,
+      (replies, done) => {
+        decided ??= decide(replies, done);
+        if (decided === undefined) return undefined;
+        return done || replies.every((reply, i) => reply !== undefined || masters[i]!.down()) ? decided : undefined;
+      },
+      timeoutMs,
+      failFast,
+    );
+  }
+
+  /**
+   * Sends the undo of a failed attempt to the masters listed (all by default) and waits until it has
+   * settled (undone): at once where the master answered the attempt, else once it does (`sent[i]`, its
+   * call, settles either way). An undo sent while the attempt is out could overtake it: the attempt's
+   * EVALSHA answered NOSCRIPT and sent again as EVAL after an undo whose script the master had.
+   */
+  undoAfter(
+    replies: readonly (Reply<unknown> | undefined)[],
+    sent: readonly (Promise<unknown> | undefined)[],
+    undo: (master: Master) => Promise<unknown>,
+    only?: readonly number[],
+  ): Promise<void> {
+    const undos: (Promise<unknown> | undefined)[] = this.masters.map(() => undefined);
+    for (const i of only ?? this.masters.keys()) {
+      const master = this.masters[i]!;
+      const out = replies[i] === undefined ? sent[i] : undefined;
+      undos[i] = out ? out.then(() => undo(master), () => undo(master)) : undo(master);
+    }
+    return this.undone(replies, undos);
+  }
+
+  /**
+   * Waits until the undo of a failed attempt has settled (see docs/redlock.md#when-an-operation-settles):
+   * `undos[i]` is what master i was sent to give back what the attempt took (undefined: nothing to give
+   * back), and `replies` what the masters had answered to the attempt when it was decided. A master that
+   * answered gets until its undo is answered (SILENT_MS at most: a master silent that long is taken for
+   * a partition); one that had not answered yet, and is not known down, STRAGGLER_MS (the straggler
+   * bound); one that failed (down, refused, cut off as a straggler), nothing: its undo lands on its own,
+   * after the attempt on the same connection. Never rejects.
+   */
+  async undone(replies: readonly (Reply<unknown> | undefined)[], undos: readonly (Promise<unknown> | undefined)[]): Promise<void> {
+    const waits = undos.flatMap((undo, i) => {
+      if (undo === undefined) return [];
+      const reply = replies[i];
+      const boundMs = reply?.ok ? SILENT_MS : reply === undefined && !this.masters[i]!.down() ? STRAGGLER_MS : undefined;
+      // An undo nobody waits for fails unheard: the lease ends there with its time.
+      if (boundMs === undefined) undo.catch(noop);
+      return boundMs === undefined ? [] : [settledWithin(undo, boundMs)];
+    });
+    await Promise.all(waits);
+  }
+
+  /**
+   * Whether an acquire's replies so far decide it: a majority took it; or it cannot be taken, and
+   * either a majority answered (it is held) or too few can still answer (no quorum: the error must say which).
+   */
+  acquireDecided(replies: readonly (Reply<unknown> | undefined)[], taken: number): boolean {
+    const answered = count(replies, (reply) => reply.ok);
+    const left = pending(replies);
+    return taken >= this.quorum || (taken + left < this.quorum && (answered >= this.quorum || answered + left < this.quorum));
+  }
+
+  /**
+   * The fence write-back of a token (see docs/redlock.md): `call` on the masters listed (those that
+   * took the hold); true once a majority of all masters confirmed it, false when they cannot (or fail).
+   */
+  confirmed(indexes: readonly number[], call: (master: Master) => Promise<boolean>, timeoutMs?: number): Promise<boolean> {
+    return this.settle(
+      indexes.map((i) => this.masters[i]!),
+      call,
+      (replies, done) => {
+        const yes = count(replies, (reply) => reply.ok && reply.value);
+        if (yes >= this.quorum) return true;
+        return done || yes + pending(replies) < this.quorum ? false : undefined;
+      },
+      timeoutMs,
+    ).catch(() => false);
+  }
+
+  /** Re-entry: entered where a majority still holds it (the largest count), gone where a majority cannot. */
+  reentry(what: string, lockName: string): Decide<ReenterOutcome, ReenterOutcome> {
+    const n = this.masters.length;
+    return (replies, done) => {
+      const counts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'entered' ? [reply.value.count] : []));
+      if (counts.length >= this.quorum) return { kind: 'entered', count: Math.max(...counts) };
+      if (count(replies, (reply) => reply.ok && reply.value.kind === 'gone') > n - this.quorum) return { kind: 'gone' };
+      if (!done) return undefined;
+      throw answeredError(replies) ?? noQuorum(what, this.masters, replies, lockName);
+    };
+  }
+
+  /**
+   * Release: released when a majority released it, or when some did and too few can answer "gone"
+   * (a hold may live on a bare majority); gone when a majority held nothing, or every master answered
+   * and none released.
+   */
+  released(what: string, lockName: string): Decide<ReleaseOutcome, ReleaseOutcome> {
+    return (replies, done) => {
+      const lefts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'released' ? [reply.value.left] : []));
+      const gone = count(replies, (reply) => reply.ok && reply.value.kind === 'gone');
+      if (gone >= this.quorum) return { kind: 'gone' };
+      if (lefts.length >= this.quorum || (lefts.length > 0 && (done || gone + pending(replies) < this.quorum))) return { kind: 'released', left: Math.max(...lefts) };
+      if (!done) return undefined;
+      if (count(replies, (reply) => !reply.ok) === 0) return { kind: 'gone' };
+      throw answeredError(replies) ?? noQuorum(what, this.masters, replies, lockName);
+    };
+  }
+
+  /**
+   * Renewal, one flag per hold: renewed on a majority (true), or not (false: held by too few, or, once
+   * a majority answered, not renewed on a majority by then: a hold on one live master and a silent
+   * one cannot be kept, and one undecided hold must not stall the renewal of all). When fewer than a
+   * majority answer, the batch fails: the watchdog tries again, and each hold's deadline ends it if
+   * no majority comes back in time.
+   */
+  renewed(holds: number, what: string): Decide<readonly boolean[], boolean[]> {
+    const n = this.masters.length;
+    return (replies, done) => {
+      const flags: boolean[] = [];
+      for (let i = 0; i < holds; i++) {
+        const yes = count(replies, (reply) => reply.ok && reply.value[i] === true);
+        const no = count(replies, (reply) => reply.ok && reply.value[i] === false);
+        if (yes >= this.quorum) flags.push(true);
+        else if (no > n - this.quorum || (done && count(replies, (reply) => reply.ok) >= this.quorum)) flags.push(false);
+        else if (done) throw noQuorum(what, this.masters, replies);
+        else return undefined;
+      }
+      return flags;
+    };
+  }
+
+  /** Force-release: true when some master held it; false when a majority answered that none did. */
+  forced(what: string): Decide<boolean, boolean> {
+    return (replies, done) => {
+      if (!done) return undefined;
+      if (count(replies, (reply) => reply.ok && reply.value) > 0) return true;
+      if (count(replies, (reply) => reply.ok) >= this.quorum) return false;
+      throw answeredError(replies) ?? noQuorum(what, this.masters, replies);
+    };
+  }
 }

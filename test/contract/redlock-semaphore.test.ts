@@ -1,5 +1,5 @@
 // The semaphore's Lease contract (semaphore-contract.ts) on a Redlock client of 3 masters (private
-// redis-servers): the quorum semaphore of src/redlock/semaphore.ts, with one permit.
+// redis-servers): the quorum semaphore of src/semaphore/quorum.ts, with one permit.
 import { LockClient } from '../../src/index.ts';
 import { startMasters } from '../integration/redlock/masters.ts';
 import { semaphoreContract } from './semaphore-contract.ts';

@@ -3,7 +3,7 @@
 import { LockError } from '../errors.ts';
 import type { LockKeys } from '../lock/keys.ts';
 import { Quorum } from './quorum.ts';
-import { answeredError, count, gather, noQuorum, type Master } from './replies.ts';
+import { answeredError, count, gather, noQuorum, type Master } from './quorum-replies.ts';
 
 export class QuorumReads extends Quorum {
   /** Locked when a majority of masters hold the lock hash. */

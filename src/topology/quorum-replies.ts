@@ -27,6 +27,11 @@ export type Decide<R, D> = (replies: readonly (Reply<R> | undefined)[], done: bo
  */
 export const SILENT_MS = 500;
 
+/** The clock-drift allowance of a lease: 1 % of it + 2 ms (the Redlock description's). */
+export function driftMs(leaseMs: number): number {
+  return Math.ceil(leaseMs / 100) + 2;
+}
+
 /** The majority of n masters. */
 export function quorumOf(n: number): number {
   return Math.floor(n / 2) + 1;

@@ -1,15 +1,15 @@
 // The read-write lock's scripts on every master, each outcome decided by the majority: the commands
 // a side of client.readWriteLock() runs on a Redlock client. Every master keeps the single-server
 // layout; an acquire holds where a majority took it within its validity, and its fencing token is
-// confirmed on a majority before the lease is handed out (as src/redlock/commands.ts for the lock).
+// confirmed on a majority before the lease is handed out (as src/lock/quorum-commands.ts for the lock).
 import * as redlockLua from '../generated/redlock.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
-import { decodeAcquire, RW_SETTINGS, rwScripts, type RwAcquireOutcome, type RwCommands, type RwSettings, type RwTarget } from '../rw-lock/commands.ts';
-import type { RwLockKeys, RwSideKeys } from '../rw-lock/keys.ts';
-import { driftMs } from './lock.ts';
-import { Quorum, splitRetryMs } from './quorum.ts';
-import { answeredError, count, gather, noQuorum, type Master, type Reply } from './replies.ts';
+import { decodeAcquire, RW_SETTINGS, rwScripts, type RwAcquireOutcome, type RwCommands, type RwSettings, type RwTarget } from './commands.ts';
+import type { RwLockKeys, RwSideKeys } from './keys.ts';
+import { driftMs } from '../topology/quorum-replies.ts';
+import { Quorum, splitRetryMs } from '../topology/quorum.ts';
+import { answeredError, count, gather, noQuorum, type Master, type Reply } from '../topology/quorum-replies.ts';
 
 /** What one master answered to an acquire: a token, or a refusal naming who refused it ('' for readers, a read batch or an intent). */
 type MasterAcquire = { readonly kind: 'acquired'; readonly token: number } | { readonly kind: 'busy'; readonly hintMs: number; readonly intent: boolean; readonly holder: string };

@@ -2,13 +2,13 @@
 // Redlock lock, so nothing above compares raw numbers or counts replies.
 import * as lua from '../generated/redlock.ts';
 import type { LockReads } from '../lock-base.ts';
-import { forceRelease, reenter, release, renew, toToken } from '../lock/commands.ts';
-import type { LockKeys } from '../lock/keys.ts';
+import { forceRelease, reenter, release, renew, toToken } from './commands.ts';
+import type { LockKeys } from './keys.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
 import type { Renewable } from '../runtime/renewable.ts';
-import { count, gather, type Master, type Reply } from './replies.ts';
-import { QuorumReads } from './reads.ts';
+import { count, gather, type Master, type Reply } from '../topology/quorum-replies.ts';
+import { QuorumReads } from '../topology/quorum-reads.ts';
 
 /** What one master answered to an acquire. */
 export type MasterAcquire =

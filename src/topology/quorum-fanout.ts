@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { isDown, type SubscriberConnection } from '../port/port.ts';
 import { classify, isReplyError } from '../runtime/script.ts';
-import { count, noQuorum, type Master, type Reply } from './replies.ts';
+import { count, noQuorum, type Master, type Reply } from './quorum-replies.ts';
 
 /** Messages of Redlock releases (`rl:<nonce>:<seq>`) arrive once per master that released. */
 const REDLOCK_MESSAGE = /^rl:/;

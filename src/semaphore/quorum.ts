@@ -8,13 +8,14 @@ import type { Semaphore } from '../api.ts';
 import type { SemaphoreOptions } from '../options.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
 import type { Renewable, Renewer } from '../runtime/renewable.ts';
-import { SemaphoreCommands, type AvailableOutcome, type SemaphoreAcquireOutcome } from '../semaphore/commands.ts';
-import type { SemaphoreKeys } from '../semaphore/keys.ts';
-import { SemaphoreImpl, type SemaphoreShared } from '../semaphore/semaphore.ts';
-import { driftMs, type RedlockShared } from './lock.ts';
-import { splitRetryMs } from './quorum.ts';
-import { answeredError, count, noQuorum, type Reply } from './replies.ts';
-import { agreed, heldSlots, mismatchOf, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './sem-commands.ts';
+import { SemaphoreCommands, type AvailableOutcome, type SemaphoreAcquireOutcome } from './commands.ts';
+import type { SemaphoreKeys } from './keys.ts';
+import { SemaphoreImpl, type SemaphoreShared } from './semaphore.ts';
+import { driftMs } from '../topology/quorum-replies.ts';
+import type { RedlockShared } from '../topology/quorum-setup.ts';
+import { splitRetryMs } from '../topology/quorum.ts';
+import { answeredError, count, noQuorum, type Reply } from '../topology/quorum-replies.ts';
+import { agreed, heldSlots, mismatchOf, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './quorum-commands.ts';
 
 /**
  * The most permits of a semaphore on a Redlock client: every attempt reads (and its reply lists)

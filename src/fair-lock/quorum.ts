@@ -5,11 +5,11 @@
 // heads (joins reach the masters in different orders) and agree on nobody: see docs/fair-lock.md.
 import type { Lease } from '../api.ts';
 import { LockError, LockLostError, LockNotHeldError } from '../errors.ts';
-import { FairLockImpl } from '../fair-lock/fair-lock.ts';
-import { FairWaiters } from '../fair-lock/grants.ts';
-import { fairLockKeys, type FairLockKeys } from '../fair-lock/keys.ts';
-import { FAIR_SETTINGS } from '../fair-lock/settings.ts';
-import { createFairShared, type FairShared } from '../fair-lock/shared.ts';
+import { FairLockImpl } from './fair-lock.ts';
+import { FairWaiters } from './grants.ts';
+import { fairLockKeys, type FairLockKeys } from './keys.ts';
+import { FAIR_SETTINGS } from './settings.ts';
+import { createFairShared, type FairShared } from './shared.ts';
 import { LeaseImpl } from '../lease.ts';
 import { LockBase, type LockReads } from '../lock-base.ts';
 import { lockKeys, type LockKeys } from '../lock/keys.ts';
@@ -20,9 +20,11 @@ import { Hold, type HoldScripts, type ReleaseOutcome } from '../runtime/hold.ts'
 import type { Runtime } from '../runtime/runtime.ts';
 import { noop } from '../runtime/waits.ts';
 import type { Renewer } from '../runtime/renewable.ts';
-import type { RedlockCommands } from './commands.ts';
-import { RedlockImpl, type RedlockShared } from './lock.ts';
-import { SILENT_MS } from './replies.ts';
+import type { RedlockCommands } from '../lock/quorum-commands.ts';
+import { LockImpl, type LockShared } from '../lock/lock.ts';
+import { createQuorumLockShared } from '../lock/quorum.ts';
+import type { RedlockShared } from '../topology/quorum-setup.ts';
+import { SILENT_MS } from '../topology/quorum-replies.ts';
 
 /** The keys of a fair lock on a Redlock client. */
 export interface RedlockFairKeys {
@@ -49,13 +51,15 @@ const ROLLBACK_MS = 1_000;
 /** What every fair lock of one Redlock client shares: the client's Redlock, and a FairShared per master, made when it first serves as the gate. */
 export interface RedlockFairShared {
   readonly redlock: RedlockShared;
+  /** The quorum locks' shared state: lock.ts's lock over the quorum. */
+  readonly quorum: LockShared;
   readonly gates: (FairShared | undefined)[];
   /** One registry for every master's waiters: a grant finds its owner whichever gate sent it. */
   readonly waiters: FairWaiters;
 }
 
 export function createRedlockFairShared(redlock: RedlockShared): RedlockFairShared {
-  return { redlock, gates: [], waiters: new FairWaiters() };
+  return { redlock, quorum: createQuorumLockShared(redlock), gates: [], waiters: new FairWaiters() };
 }
 
 /** The fair locks' shared state on master `i`: its runner, its Redis clock, its heartbeats. */
@@ -215,7 +219,7 @@ export class RedlockFairLockImpl extends LockBase<RedlockFairKeys> {
   readonly #prefix: string;
   readonly #keys: RedlockFairKeys;
   /** The quorum lock. */
-  readonly #quorum: RedlockImpl;
+  readonly #quorum: LockImpl;
   /** The fair lock on each master that served as the gate, made then. */
   readonly #queues: (FairLockImpl | undefined)[] = [];
 
@@ -227,7 +231,7 @@ export class RedlockFairLockImpl extends LockBase<RedlockFairKeys> {
     this.#redlock = shared.redlock;
     this.#prefix = prefix;
     this.#keys = keys;
-    this.#quorum = new RedlockImpl(shared.redlock, fairQuorumPrefix(prefix), name);
+    this.#quorum = new LockImpl(shared.quorum, fairQuorumPrefix(prefix), name);
   }
 
   /** The fair lock on master `i`. */

@@ -3,13 +3,24 @@
 // connection over a subscriber connection per master.
 import type { EventEmitter } from 'node:events';
 import { isDown, type RedisPort, type SubscriberConnection } from '../port/port.ts';
+import type { Renewer } from '../runtime/renewable.ts';
 import { Runtime } from '../runtime/runtime.ts';
 import { ScriptRunner } from '../runtime/script.ts';
-import { RedlockCommands } from './commands.ts';
-import { FanoutConnection } from './fanout.ts';
-import { driftMs, type RedlockShared } from './lock.ts';
-import { quorumOf, type Master } from './replies.ts';
-import type { RedlockServer } from './servers.ts';
+import { RedlockCommands } from '../lock/quorum-commands.ts';
+import { FanoutConnection } from './quorum-fanout.ts';
+import { driftMs, quorumOf, type Master } from './quorum-replies.ts';
+import type { RedlockServer } from './quorum-servers.ts';
+
+/** What every kind of one Redlock client shares: the masters' commands, the renewer, the token floor. */
+export interface RedlockShared {
+  readonly runtime: Runtime;
+  readonly commands: RedlockCommands;
+  readonly renewer: Renewer;
+  /** The next token floor: this client's clock in microseconds, increasing. */
+  floor(): string;
+  /** Lock key -> when an attempt of this client last found it held: a first attempt soon after goes through the gate too. */
+  readonly contended: Map<string, number>;
+}
 
 export interface RedlockSetupOptions {
   readonly servers: readonly RedlockServer[];

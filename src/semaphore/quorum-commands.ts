@@ -6,9 +6,9 @@ import type { ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
 import { noop } from '../runtime/waits.ts';
 import type { Renewable } from '../runtime/renewable.ts';
-import { leasesOf, type SemaphoreKeys } from '../semaphore/keys.ts';
-import { Quorum } from './quorum.ts';
-import { answeredError, count, gather, noQuorum, pending, type Master, type Reply } from './replies.ts';
+import { leasesOf, type SemaphoreKeys } from './keys.ts';
+import { Quorum } from '../topology/quorum.ts';
+import { answeredError, count, gather, noQuorum, pending, type Master, type Reply } from '../topology/quorum-replies.ts';
 
 /** What one master answered to an attempt: the holder of every slot (the owner's own where it took them), or another limit. */
 export type MasterSlots =

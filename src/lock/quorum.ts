@@ -1,0 +1,173 @@
+// The lock's commands on a Redlock quorum (client.lock() on a client of several masters): the lock's
+// scripts run on every master; an attempt holds when a majority took it within the validity time, and
+// its fencing token is confirmed on a majority before the lease is handed out (the rule is proved in
+// docs/guarantees.md). The lock itself is lock.ts's, the same as on one server.
+import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import type { Renewable } from '../runtime/renewable.ts';
+import { splitRetryMs } from '../topology/quorum.ts';
+import { answeredError, driftMs, noQuorum } from '../topology/quorum-replies.ts';
+import type { RedlockShared } from '../topology/quorum-setup.ts';
+import type { LockKeys } from './keys.ts';
+import type { LockShared, LockTopology, TakeOutcome } from './lock.ts';
+import type { AcquireResult } from './quorum-commands.ts';
+
+/** A finite wait's attempt settles this long before the wait ends, so that its cause reaches the caller. */
+const ANSWER_MARGIN_MS = 100;
+/** ... but an attempt is given at least this long (within its validity): a short wait ends as a timeout. */
+const MIN_ATTEMPT_MS = 1_000;
+
+/** How long after this client last found a lock held its first attempts on it go through the gate. */
+const CONTENDED_MS = 1_000;
+
+/** After the gate was found held, how soon an attempt asks every master again (unless woken before). */
+const PROBE_RECHECK_MS = 100;
+
+/** One attempt's outcome, and whether it stopped at a gate found held. */
+type GateOutcome = readonly [TakeOutcome, gateHeld: boolean];
+
+export class QuorumLock implements LockTopology {
+  readonly #shared: RedlockShared;
+
+  constructor(shared: RedlockShared) {
+    this.#shared = shared;
+  }
+
+  attempts(keys: LockKeys, name: string, waitMs: number, leaseMs: number): (owner: string) => Promise<TakeOutcome> {
+    const { runtime, commands } = this.#shared;
+    const { clock } = runtime.watchdog;
+    // A finite wait rides out a lost quorum (a master restarting, a connection coming back) until it
+    // ends, then rejects with ERR_LOCK_NO_QUORUM (the frame's doing); the others reject at once.
+    const finite = waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
+    const endsAt = clock.now() + waitMs;
+    // The first attempt asks every master at once. A later one (a waiter, woken or timed out) asks the
+    // gate master first: under contention the losers stop there, one script call each, and the masters
+    // are seldom split between owners. After the gate was found held, an attempt PROBE_RECHECK_MS or
+    // more later asks every master again (the gate may hold a stale key that no release will clear).
+    let attempts = 0;
+    /** When the last attempt found the gate held, if it did. */
+    let gateHeldAt: number | undefined;
+    return async (owner) => {
+      const now = clock.now();
+      const recheck = gateHeldAt !== undefined && now - gateHeldAt >= PROBE_RECHECK_MS;
+      // A first attempt on a lock found held lately queues at the gate too, behind the woken waiters,
+      // instead of overtaking them with an attempt on every master.
+      const quiet = attempts++ === 0 && now - (this.#shared.contended.get(keys.lock) ?? Number.NEGATIVE_INFINITY) > CONTENDED_MS;
+      const gate = quiet || recheck ? undefined : commands.gate();
+      // No attempt outlives its validity, nor (for a finite wait) the wait: what has not answered
+      // by then counts as unreachable, so the wait ends with the cause, ERR_LOCK_NO_QUORUM.
+      const left = finite ? endsAt - now - ANSWER_MARGIN_MS : Number.POSITIVE_INFINITY;
+      const timeoutMs = Math.min(leaseMs - driftMs(leaseMs), Math.max(left, MIN_ATTEMPT_MS));
+      const [outcome, gateHeld] = await this.#attempt(keys, name, owner, leaseMs, gate, timeoutMs);
+      gateHeldAt = gateHeld ? now : undefined;
+      if (outcome.kind === 'busy') this.#contended(keys, now);
+      return outcome;
+    };
+  }
+
+  /** Remembers that this lock was found held now (a bounded map: cleared when it grows large). */
+  #contended(keys: LockKeys, now: number): void {
+    const { contended } = this.#shared;
+    if (contended.size >= 1_000 && !contended.has(keys.lock)) contended.clear();
+    contended.set(keys.lock, now);
+  }
+
+  /** One attempt on every master (the gate first, when given), and its undo when it fails. */
+  async #attempt(keys: LockKeys, name: string, owner: string, leaseMs: number, gate: number | undefined, timeoutMs: number): Promise<GateOutcome> {
+    const { runtime, commands } = this.#shared;
+    let result: AcquireResult;
+    try {
+      result = await commands.acquire(keys, owner, leaseMs, runtime.fenceTtlMs, this.#shared.floor(), gate, timeoutMs);
+    } catch (error) {
+      await commands.rollback(keys, owner, { replies: [], sent: [] });
+      throw error;
+    }
+    if (result.gate) {
+      // Held at the gate: sleep until a release is published, or recheck every master a little later.
+      const pttl = result.gate.pttlMs < 0 ? runtime.leaseMs : result.gate.pttlMs;
+      return [{ kind: 'busy', retryMs: Math.min(pttl + 1, PROBE_RECHECK_MS) }, true];
+    }
+    const { replies } = result;
+    const taken: number[] = [];
+    const tokens: number[] = [];
+    const busy: number[] = [];
+    const holders = new Map<string, number>();
+    replies.forEach((reply, i) => {
+      if (!reply?.ok) return;
+      if (reply.value.kind === 'acquired') {
+        taken.push(i);
+        tokens.push(reply.value.token);
+      } else {
+        busy.push(reply.value.pttlMs);
+        holders.set(reply.value.holder, (holders.get(reply.value.holder) ?? 0) + 1);
+      }
+    });
+    const { quorum } = commands;
+    if (taken.length < quorum) {
+      // Held by one owner on a majority: sleep until its release is published (or its lease ends).
+      // Split between owners: nobody will publish, so every one of them tries again after a few
+      // random milliseconds, out of step.
+      const held = [...holders.values()].some((n) => n >= quorum);
+      const mayHold = replies.flatMap((reply, i) => (reply?.ok && reply.value.kind === 'busy' ? [] : [i]));
+      // Settled before the caller hears of it: a rejection leaves nothing behind on the masters that answer.
+      if (mayHold.length > 0) await commands.rollback(keys, owner, result, mayHold);
+      if (taken.length + busy.length < quorum) {
+        throw answeredError(replies) ?? noQuorum(`Lock "${name}" was not acquired`, commands.masters, replies, name);
+      }
+      return [{ kind: 'busy', retryMs: retryAfter(busy, quorum - taken.length, runtime.leaseMs, !held) }, false];
+    }
+    // The token: the largest of the majority's. Confirmed on a majority before the lease is handed out;
+    // when a majority proposed that very value, their acquire wrote it already.
+    const token = Math.max(...tokens);
+    if (tokens.filter((t) => t === token).length < quorum) {
+      const confirmed = await commands.fenceUp(keys, owner, token, Math.max(runtime.fenceTtlMs, leaseMs), taken).catch(() => false);
+      if (!confirmed) {
+        await commands.rollback(keys, owner, result);
+        return [{ kind: 'busy', retryMs: splitRetryMs() }, false];
+      }
+    }
+    return [{ kind: 'acquired', token }, false];
+  }
+
+  reenter(keys: LockKeys, owner: string, believed: number, leaseMs: number | undefined, name: string): Promise<ReenterOutcome> {
+    return this.#shared.commands.reenter(keys, owner, believed, leaseMs, name);
+  }
+
+  release(keys: LockKeys, owner: string, believed: number, whole: boolean, name: string): Promise<ReleaseOutcome> {
+    return this.#shared.commands.release(keys, owner, believed, whole, name);
+  }
+
+  renew(holds: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
+    return this.#shared.commands.renew(holds, leaseMs);
+  }
+
+  isLocked(keys: LockKeys): Promise<boolean> {
+    return this.#shared.commands.isLocked(keys);
+  }
+
+  holdCount(keys: LockKeys, owner: string): Promise<number> {
+    return this.#shared.commands.holdCount(keys, owner);
+  }
+
+  remainingTtlMs(keys: LockKeys): Promise<number | null> {
+    return this.#shared.commands.remainingTtlMs(keys);
+  }
+
+  forceRelease(keys: LockKeys): Promise<boolean> {
+    return this.#shared.commands.forceRelease(keys);
+  }
+}
+
+/**
+ * How long a busy attempt sleeps at most (a release on any master wakes it earlier): until enough
+ * masters' holds end for a majority, or a few ms when the masters were split between owners.
+ */
+function retryAfter(busyPttls: readonly number[], needed: number, leaseMs: number, split: boolean): number {
+  const sorted = busyPttls.map((pttl) => (pttl < 0 ? leaseMs : pttl)).sort((a, b) => a - b);
+  const hint = (sorted[Math.max(0, needed - 1)] ?? leaseMs) + 1;
+  return split ? Math.min(hint, splitRetryMs()) : hint;
+}
+
+/** The lock's shared state on a Redlock client: lock.ts's lock over the quorum's commands. */
+export function createQuorumLockShared(redlock: RedlockShared): LockShared {
+  return { runtime: redlock.runtime, commands: new QuorumLock(redlock), renewer: redlock.renewer };
+}

@@ -1,0 +1,31 @@
+// The kinds over a Redlock quorum of independent masters (topology/quorum.ts and each kind's quorum.ts): each kind's quorum version,
+// or a clear refusal for a kind that has none.
+import { LockError } from '../errors.ts';
+import { createRedlockFairShared, RedlockFairLockImpl } from '../fair-lock/quorum.ts';
+import { LockImpl } from '../lock/lock.ts';
+import { createQuorumLockShared } from '../lock/quorum.ts';
+import type { RedlockShared } from './quorum-setup.ts';
+import { createRedlockRwShared } from '../rw-lock/quorum.ts';
+import { createRedlockSemaphoreShared, redlockSemaphore } from '../semaphore/quorum.ts';
+import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
+import { once, type Backend } from './backend.ts';
+
+export function quorumBackend(shared: RedlockShared): Backend {
+  const lock = createQuorumLockShared(shared);
+  const fair = once(() => createRedlockFairShared(shared));
+  const semaphore = once(() => createRedlockSemaphoreShared(shared));
+  // The same sides as on one server, their scripts run on every master (src/rw-lock/quorum.ts).
+  const rw = once(() => createRedlockRwShared(shared));
+  return {
+    lock: (prefix, name) => new LockImpl(lock, prefix, name),
+    fairLock: (prefix, name) => new RedlockFairLockImpl(fair(), prefix, name),
+    semaphore: (prefix, name, options) => redlockSemaphore(semaphore(), prefix, name, options),
+    readWriteLock: (prefix, name) => new ReadWriteLockImpl(rw(), prefix, name),
+    countDownLatch(_prefix, name) {
+      throw new LockError(`countDownLatch("${name}"): a Redlock client (redis given as an array of masters) has no count-down latch; use a client of one server or a Cluster`, {
+        lockName: name,
+        code: 'ERR_LOCK_UNSUPPORTED',
+      });
+    },
+  };
+}
