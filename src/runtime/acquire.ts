@@ -4,7 +4,7 @@ import pTimeout from 'p-timeout';
 import type { Runtime } from './runtime.ts';
 import { isUnreachable, leaseTooShort, timedOut, timeoutError, type WaitState, type WaitWords } from './wait-errors.ts';
 import { Waiter } from './waiter.ts';
-import type { WakeRule } from './waiting.ts';
+import type { RoomOptions, WakeRule } from './waiting.ts';
 import { backoffMs, noop, onAbort, settledWithin, untilAborted } from './waits.ts';
 
 export { backoffMs, settledWithin } from './waits.ts';
@@ -42,6 +42,15 @@ export interface AcquireRequest<T> {
   giveBack(value: T): void;
   /** How its errors say what did not happen, and why (a latch waits for no hold). @default LOCK_WORDS */
   readonly words?: WaitWords | undefined;
+  /**
+   * Who tries: 'head' (a waiter tries when it is the head of the local queue or woken; a caller
+   * with local waiters queues behind them) or 'every' (every waiter tries before it sleeps, and a
+   * caller tries first unless the channel is listened to: readers, each of whom Redis must count
+   * among the waiting for the next read batch). @default 'head'
+   */
+  readonly tries?: 'head' | 'every';
+  /** The room of its channel. @default { lingerMs: LISTEN_AFTER_MS }, wake-ups handed on */
+  readonly room?: RoomOptions;
 }
 
 
@@ -64,7 +73,7 @@ export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): 
   const { waitMs, signal } = request;
   // The fast path: no signal, no timer, and (for a wait) no local waiter to queue behind. One attempt
   // needs no controller; close() still ends it through a cheap pending entry.
-  if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && runtime.waiting.isEmpty(request.channel)))) {
+  if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && mayBarge(runtime, request)))) {
     const mark = runtime.waiting.mark(request.channel);
     const outcome = await firstAttempt(runtime, request);
     if (outcome.kind === 'acquired') return outcome.value;
@@ -73,6 +82,11 @@ export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): 
     return waitFrame(runtime, request, outcome.retryMs, 0, mark);
   }
   return waitFrame(runtime, request);
+}
+
+/** Whether a new caller tries before it queues: nobody local waits ('head'), nobody listens ('every'). */
+function mayBarge(runtime: Runtime, request: AcquireRequest<unknown>): boolean {
+  return request.tries === 'every' ? !runtime.waiting.listening(request.channel) : runtime.waiting.isEmpty(request.channel);
 }
 
 /** One attempt, ended by close() as a wait would be: what it takes after that is given back. */
@@ -192,7 +206,8 @@ async function wait<T>(
   let hint = firstHint ?? runtime.leaseMs;
   // Barge only when no local waiter is queued for this lock (or when trying once); a first attempt
   // made by the fast path has told us the hint already.
-  let tryNow = firstHint === undefined && (lateBefore > 0 || waitMs === 0 || waiting.isEmpty(channel));
+  let tryNow = firstHint === undefined && (lateBefore > 0 || waitMs === 0 || mayBarge(runtime, request));
+  const every = request.tries === 'every';
   /** Taken before the last attempt: whether a release may have gone unheard since. */
   let mark = firstMark;
   /** Whether this wait has made an attempt (the fast path's counts). */
@@ -242,7 +257,7 @@ async function wait<T>(
       if (!entered) {
         waiter ??= new Waiter(request.need, watchdog.clock, request.handsOnWakeUps);
         try {
-          tryNow = await waiting.enter(channel, waiter, request.rule, request.name, { lingerMs: LISTEN_AFTER_MS }, mark);
+          tryNow = (await waiting.enter(channel, waiter, request.rule, request.name, request.room ?? { lingerMs: LISTEN_AFTER_MS }, mark)) || every;
           entered = true;
           // Queued behind others after a try of its own: a message since that try (any, when nobody
           // listened then) woke only the waiters queued at the time, yet it may have freed permits

@@ -3,17 +3,25 @@
 // fresh hold: the upgrade check, the downgrade, the attempt, and the two ways of waiting.
 import { randomUUID } from 'node:crypto';
 import type { Lease } from '../api.ts';
-import { LockError, LockTimeoutError } from '../errors.ts';
+import { LockError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
-import { acquire, frame, settledWithin, type Attempt } from '../runtime/acquire.ts';
+import { acquire, settledWithin, type Attempt, type WaitWords } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import { wakeAll, wakeHead } from '../runtime/waiting.ts';
 import type { RwSideKeys } from './keys.ts';
-import { readWait } from './read-wait.ts';
 import type { RwShared } from './shared.ts';
 
 const noop = () => undefined;
+/**
+ * The readers' room: every reader was woken (no hand-on), and the channel stays subscribed a while
+ * after the last reader left, so that the next wait finds it listening (no SUBSCRIBE, one try).
+ */
+const READERS_ROOM = { handsOn: false, lingerMs: 2_000 } as const;
+
+/** A reader that cannot get in waits for the write side. */
+const READ_WORDS: WaitWords = { failed: (name) => `Lock "${name}" was not acquired`, busy: 'it is write-locked' };
+
 /** How long a wait that ended without the lock waits for its `leave` to be answered (as the fair lock's). */
 const LEAVE_WAIT_MS = 250;
 
@@ -69,20 +77,10 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
     try {
       // A writer waits as a plain lock's waiter does: one local queue, a message wakes its head.
       if (side === 'w') return await acquire(runtime, { ...request, channel: rw.toWriters, rule: wakeHead, key: this.#keys.lock });
-      let tried = false;
-      // A reader's fast path, as acquire() has it: one attempt, no controller, no timer.
-      if (signal === undefined && (waitMs === 0 || (waitMs === Number.POSITIVE_INFINITY && !runtime.waiting.listening(rw.toReaders)))) {
-        try {
-          return await acquire(runtime, { ...request, waitMs: 0, channel: rw.toReaders, rule: wakeAll, key: this.#other.lock });
-        } catch (error) {
-          if (waitMs === 0 || !(error instanceof LockTimeoutError)) throw error;
-          tried = true;
-        }
-      }
-      return await frame(runtime, {
-        ...request,
-        wait: (stop, state) => readWait({ runtime, name: this.name, channel: rw.toReaders, key: this.#other.lock, waitMs, tried, attempt }, stop, state),
-      });
+      // Every waiting reader tries before it sleeps, so that Redis counts it among the waiting readers
+      // a write release admits ahead of writers; one message on the readers' channel wakes them all.
+      // The self-wait warning asks whether this client holds the write side.
+      return await acquire(runtime, { ...request, channel: rw.toReaders, rule: wakeAll, key: this.#other.lock, tries: 'every', room: READERS_ROOM, words: READ_WORDS });
     } catch (error) {
       // A refused writer's intent keeps new readers out, a refused reader may be admitted to a read
       // batch: neither may outlive the wait, also when the wait ended while an attempt was out (its
