@@ -54,7 +54,7 @@ rcall('ZREMRANGEBYSCORE', intentsKey, '-inf', nowMs)
 rcall('ZREMRANGEBYSCORE', waitingKey, '-inf', nowMs)
 
 -- A Redlock client's floor stands in for Redis TIME: its masters then propose one token (see
--- lua/redlock/acquire-2.lua), and the write-back of the largest is seldom needed.
+-- lua/lock/quorum-acquire-2.lua), and the write-back of the largest is seldom needed.
 local function issue()
   if floor ~= '' then
     time = { string.sub(floor, 1, -7), string.sub(floor, -6) }

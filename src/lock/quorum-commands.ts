@@ -1,6 +1,6 @@
 // The lock's scripts on every master, each outcome decided by the majority: the typed wrappers of a
 // Redlock lock, so nothing above compares raw numbers or counts replies.
-import * as lua from '../generated/redlock.ts';
+import * as lua from '../generated/lock.ts';
 import type { LockReads } from '../lock-base.ts';
 import { forceRelease, reenter, release, renew, toToken } from './commands.ts';
 import type { LockKeys } from './keys.ts';
@@ -25,9 +25,9 @@ export interface AcquireResult {
   readonly gate?: { readonly pttlMs: number; readonly holder: string };
 }
 
-const acquire = defineScript(lua.acquire, (reply) => reply as number | string | [number, string]);
-const rollback = defineScript(lua.rollback, (reply) => reply === 1);
-const fenceUp = defineScript(lua.fenceUp, (reply) => reply === 1);
+const acquire = defineScript(lua.quorumAcquire, (reply) => reply as number | string | [number, string]);
+const rollback = defineScript(lua.quorumRollback, (reply) => reply === 1);
+const fenceUp = defineScript(lua.quorumFenceUp, (reply) => reply === 1);
 
 /** How long an attempt waits for the gate alone before asking the other masters too. */
 const GATE_WAIT_MS = 50;
@@ -111,7 +111,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
   /**
    * Gives back, on every master (or those listed: where the attempt did not answer "busy"), whatever a
    * failed attempt took there (and whatever it may still take: on a master that has not answered the
-   * acquire, the rollback is sent once it has: `attempt.sent`). Publishes nothing (see rollback-1.lua).
+   * acquire, the rollback is sent once it has: `attempt.sent`). Publishes nothing (see quorum-rollback-1.lua).
    * Resolves once the give-back has settled (Quorum.undoAfter); never rejects.
    */
   rollback(keys: LockKeys, owner: string, attempt: Pick<AcquireResult, 'replies' | 'sent'>, only?: readonly number[]): Promise<void> {

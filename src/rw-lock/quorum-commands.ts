@@ -2,7 +2,7 @@
 // a side of client.readWriteLock() runs on a Redlock client. Every master keeps the single-server
 // layout; an acquire holds where a majority took it within its validity, and its fencing token is
 // confirmed on a majority before the lease is handed out (as src/lock/quorum-commands.ts for the lock).
-import * as redlockLua from '../generated/redlock.ts';
+import * as quorumLua from '../generated/rw-lock.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
 import { decodeAcquire, RW_SETTINGS, rwScripts, type RwAcquireOutcome, type RwCommands, type RwSettings, type RwTarget } from './commands.ts';
@@ -16,8 +16,8 @@ type MasterAcquire = { readonly kind: 'acquired'; readonly token: number } | { r
 /** One master's read of a side (inspect-2.lua). */
 type Inspected = { readonly locked: boolean; readonly ttlMs: number; readonly count: number };
 
-const fenceUp = defineScript(redlockLua.rwFenceUp, (reply) => reply === 1);
-const rollback = defineScript(redlockLua.rwRollback, (reply) => reply === 1);
+const fenceUp = defineScript(quorumLua.quorumFenceUp, (reply) => reply === 1);
+const rollback = defineScript(quorumLua.quorumRollback, (reply) => reply === 1);
 
 /** A reply's value when the master answered, else undefined. */
 const valueOf = <R>(reply: Reply<R> | undefined): R | undefined => (reply?.ok ? reply.value : undefined);
@@ -114,7 +114,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
 
   /**
    * Gives back a failed attempt's hold on every master (or those listed), each once it answered the
-   * attempt (`sent`). Publishes nothing (see rw-rollback-2.lua). Resolves once the give-back has
+   * attempt (`sent`). Publishes nothing (see quorum-rollback-2.lua). Resolves once the give-back has
    * settled (Quorum.undoAfter); never rejects.
    */
   #rollback(k: RwLockKeys, member: string, replies: readonly (Reply<unknown> | undefined)[], sent: readonly Promise<unknown>[], only?: readonly number[]): Promise<void> {

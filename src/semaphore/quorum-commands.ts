@@ -1,6 +1,6 @@
-// The Redlock semaphore's scripts on every master (lua/redlock/sem-*.lua), each outcome decided by the
+// The Redlock semaphore's scripts on every master (lua/semaphore/quorum-*.lua), each outcome decided by the
 // majority: typed wrappers, so the semaphore above reads slots and owners, never raw replies.
-import * as lua from '../generated/redlock.ts';
+import * as lua from '../generated/semaphore.ts';
 import { toToken } from '../lock/commands.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
@@ -21,10 +21,10 @@ export type SlotReplies = readonly (Reply<MasterSlots> | undefined)[];
 /** A slot list as a script argument. */
 const joined = (slots: readonly number[]) => slots.join(',');
 
-const acquire = defineScript(lua.semAcquire, (reply): [number, number | string, number, ...string[]] => reply as never, 3);
-const release = defineScript(lua.semRelease, (reply) => Number(reply), 2);
-const available = defineScript(lua.semAvailable, (reply) => reply as [number, ...(string | number)[]]);
-const renew = defineScript(lua.semRenew, (reply) => (reply as number[]).map((flag) => flag === 1));
+const acquire = defineScript(lua.quorumAcquire, (reply): [number, number | string, number, ...string[]] => reply as never, 3);
+const release = defineScript(lua.quorumRelease, (reply) => Number(reply), 2);
+const available = defineScript(lua.quorumAvailable, (reply) => reply as [number, ...(string | number)[]]);
+const renew = defineScript(lua.quorumRenew, (reply) => (reply as number[]).map((flag) => flag === 1));
 
 const isOk = (reply: Reply<unknown>) => reply.ok;
 

@@ -23,10 +23,19 @@ function parse(source: string) {
 }
 
 describe('lua/<primitive>/*.lua', (it) => {
-  it('finds the lock\'s five scripts, each named verb-<numberOfKeys>.lua', () => {
+  it('finds the lock\'s five scripts and its three quorum scripts, each named verb-<numberOfKeys>.lua', () => {
     assert.equal(
       files.filter((file) => file.startsWith('lock/')),
-      ['lock/acquire-2.lua', 'lock/force-release-2.lua', 'lock/reenter-2.lua', 'lock/release-2.lua', 'lock/renew-n.lua'],
+      [
+        'lock/acquire-2.lua',
+        'lock/force-release-2.lua',
+        'lock/quorum-acquire-2.lua',
+        'lock/quorum-fence-up-2.lua',
+        'lock/quorum-rollback-1.lua',
+        'lock/reenter-2.lua',
+        'lock/release-2.lua',
+        'lock/renew-n.lua',
+      ],
     );
     for (const file of files) assert.match(file, /^[a-z-]+\/[a-z-]+-(\d+|n)\.lua$/);
   });

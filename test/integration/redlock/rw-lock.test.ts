@@ -5,7 +5,7 @@
 // tokens ordered while the majorities differ from one holder to the next.
 import type { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
-import * as redlockLua from '../../../src/generated/redlock.ts';
+import * as rwLua from '../../../src/generated/rw-lock.ts';
 import * as lua from '../../../src/generated/rw-lock.ts';
 import { LockError, LockLostError, type Lease } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
@@ -225,12 +225,12 @@ describe('Redlock read-write lock: client.readWriteLock() over 3 masters', (it) 
     assert.equal([refusal[0], refusal[1] > 29_000, refusal[2], refusal[3]], [0, true, 0, 'w:w1'], 'a writer refused by a writer names it');
     const [flag, , holder] = (await read('r1')) as [number, number, string];
     assert.equal([flag, holder], [0, 'w:w1'], 'a reader refused by a writer names it');
-    assert.is(Number(await run(redlockLua.rwFenceUp, [k.hash, k.leases, k.fence], ['w:w1', 8_000_000_000_000_999, 60_000])), 1);
+    assert.is(Number(await run(rwLua.quorumFenceUp, [k.hash, k.leases, k.fence], ['w:w1', 8_000_000_000_000_999, 60_000])), 1);
     assert.is(await admin.get(k.fence), '8000000000000999', 'the fence raised while the hold is live');
-    assert.is(Number(await run(redlockLua.rwFenceUp, [k.hash, k.leases, k.fence], ['w:nobody', 9_000_000_000_000_000, 60_000])), 0, 'not without the hold');
-    assert.is(Number(await run(redlockLua.rwRollback, [k.hash, k.leases], ['w:w1'])), 1);
+    assert.is(Number(await run(rwLua.quorumFenceUp, [k.hash, k.leases, k.fence], ['w:nobody', 9_000_000_000_000_000, 60_000])), 0, 'not without the hold');
+    assert.is(Number(await run(rwLua.quorumRollback, [k.hash, k.leases], ['w:w1'])), 1);
     assert.is(await admin.exists(k.hash, k.leases), 0, 'the writer and the keys gone with its hold');
-    assert.is(Number(await run(redlockLua.rwRollback, [k.hash, k.leases], ['w:w1'])), 0, 'nothing held: nothing written');
+    assert.is(Number(await run(rwLua.quorumRollback, [k.hash, k.leases], ['w:w1'])), 0, 'nothing held: nothing written');
     assert.is(Number(await read('r1')), 8_000_000_000_001_000, 'INCR above a floor below the fence');
     const [, , intent, shared] = (await write('w3')) as [number, number, number, string];
     assert.equal([intent, shared], [1, ''], 'refused by readers: an intent, no holder named');

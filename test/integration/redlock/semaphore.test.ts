@@ -1,4 +1,4 @@
-// client.semaphore() on a Redlock client of 3 masters (src/redlock/semaphore.ts): the limit under
+// client.semaphore() on a Redlock client of 3 masters (src/semaphore/quorum.ts): the limit under
 // contention from several clients with multi-permit acquires, one master down, two down, split
 // attempts that leave nothing behind, the per-master-count trap (masters arranged by hand so that a
 // count per master would admit a third holder of two permits), the stored limit, wake-ups counted
@@ -35,7 +35,7 @@ describe('LockClient#semaphore on a Redlock client of 3 masters', (it) => {
     return true;
   };
 
-  /** Writes a live lease of `owner` holding `slots` on master i, by hand (the layout of lua/redlock/sem-slots.lua.inc). */
+  /** Writes a live lease of `owner` holding `slots` on master i, by hand (the layout of lua/semaphore/quorum-slots.lua.inc). */
   const arrange = async (i: number, name: string, limit: number, owner: string, slots: number[]) => {
     const admin = m.admins[i]!;
     const { sem, leases } = keysOf(name);

@@ -11,7 +11,8 @@
 // majority's replies while it still answers the test's reads.
 import type { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
-import * as redlockLua from '../../../src/generated/redlock.ts';
+import * as lockLua from '../../../src/generated/lock.ts';
+import * as rwLua from '../../../src/generated/rw-lock.ts';
 import { LockTimeoutError } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
 import { sleep } from '../../helpers/fixture.ts';
@@ -66,7 +67,7 @@ const foreignWriter = async (admin: Redis, name: string) => {
   await admin.pexpire(`${rwHash(name)}:leases`, 60_000);
 };
 
-/** Another owner's lease of slot 0 of a one-permit semaphore on one master (lua/redlock/sem-slots.lua.inc). */
+/** Another owner's lease of slot 0 of a one-permit semaphore on one master (lua/semaphore/quorum-slots.lua.inc). */
 const foreignSlot = async (admin: Redis, name: string) => {
   const { sem, leases } = semKeys(name);
   await admin.hset(sem, { limit: '1', 'other:owner': '1:0', '0': 'other:owner' });
@@ -116,14 +117,14 @@ describe('Redlock: an acquire that fails settles after its undo (3 masters)', (i
       await foreignLock(m.admins[0]!, name);
       await foreignLock(m.admins[1]!, name);
       await fresh();
-      await m.admins[2]!.script('LOAD', redlockLua.rollback.source);
+      await m.admins[2]!.script('LOAD', lockLua.quorumRollback.source);
       assert.instance(await rejects(client.lock(name).acquire({ waitMs: 0 })), LockTimeoutError);
       assert.equal(await settledOn(m.admins[2]!, name, `${lockKey(name)}:fence`), settledFree, `round ${round}, lock: on the free master`);
       const rw = uniqueName('settle');
       await foreignWriter(m.admins[0]!, rw);
       await foreignWriter(m.admins[1]!, rw);
       await fresh();
-      await m.admins[2]!.script('LOAD', redlockLua.rwRollback.source);
+      await m.admins[2]!.script('LOAD', rwLua.quorumRollback.source);
       assert.is(await client.readWriteLock(rw).writeLock().tryAcquire(), null);
       assert.equal(await settledOn(m.admins[2]!, rw, `${rwHash(rw)}:fence`), settledFree, `round ${round}, read-write lock: on the free master`);
     }

@@ -16,7 +16,7 @@ local slotsKey, leasesKey, limitArg = KEYS[1], KEYS[2], ARGV[1]
 local rcall = redis.call
 local limit = tonumber(limitArg)
 
--- @include sem-slots
+-- @include quorum-slots
 
 local stored = tonumber(rcall('HGET', slotsKey, 'limit'))
 local live = {}

@@ -1,7 +1,7 @@
 --[[
   Gives back what a failed Redlock attempt on a read-write lock took on one master: the attempt's
   own hold (a new owner's, count 1), with the `writer` field when it is the writer, and both keys
-  when no hold is left. Publishes nothing, as lua/redlock/rollback-1.lua: a waiter that failed
+  when no hold is left. Publishes nothing, as lua/lock/quorum-rollback-1.lua: a waiter that failed
   beside this attempt saw either a holder of a majority (whose release will publish) or a split
   between holders (and retries on a short random timer).
 

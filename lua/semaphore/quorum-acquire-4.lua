@@ -2,7 +2,7 @@
   Takes slots of a Redlock semaphore on one master for a new lease: as many slots as it asks
   for, or none (never a part: a part would only make other attempts see a full semaphore), and
   proposes a fencing token. The client counts the lease when a majority of masters gave it the
-  same slots (see src/redlock/semaphore.ts).
+  same slots (see src/semaphore/quorum.ts).
 
   Input:
     KEYS[1] slots hash: "limit" -> the limit, "<slot>" -> owner field of the lease holding that
@@ -46,8 +46,8 @@ local candidates, publishCommand, message = ARGV[7], ARGV[8], ARGV[9]
 local rcall = redis.call
 local permits, limit = tonumber(permitsArg), tonumber(limitArg)
 
--- @include sem-slots
--- readFence() only: the token here is max(fence + 1, the client's floor), as redlock/acquire-2.lua's.
+-- @include quorum-slots
+-- readFence() only: the token here is max(fence + 1, the client's floor), as lock/quorum-acquire-2.lua's.
 -- @include shared/fence
 
 -- Every check before any write: a key of another type fails here, with nothing changed.

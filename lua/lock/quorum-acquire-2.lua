@@ -1,7 +1,7 @@
 --[[
   Takes a free lock on one Redlock master for a new owner, and proposes a fencing token: the
   first acquisition of a hold on this master (re-entry is lock/reenter-2.lua, run per master).
-  The quorum takes the largest token of the masters that took it (see src/redlock/lock.ts).
+  The quorum takes the largest token of the masters that took it (see src/lock/quorum.ts).
 
   Input:
     KEYS[1] lock key: hash of owner field -> hold count

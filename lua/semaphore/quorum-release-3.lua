@@ -26,7 +26,7 @@ local slotsKey, leasesKey, channel = KEYS[1], KEYS[2], KEYS[3]
 local owner, publishCommand, message = ARGV[1], ARGV[2], ARGV[3]
 local rcall = redis.call
 
--- @include sem-slots
+-- @include quorum-slots
 
 -- A lease past its end is gone, pruned or not.
 local ends = tonumber(rcall('ZSCORE', leasesKey, owner))

@@ -1,7 +1,7 @@
 --[[
   Raises one Redlock master's read-write lock fence to the token the quorum chose, only while the
   hold (read or write) is still live there (the proof in docs/guarantees.md needs the write made
-  during the hold): lua/redlock/fence-up-2.lua for the read-write layout.
+  during the hold): lua/lock/quorum-fence-up-2.lua for the read-write layout.
 
   Input:
     KEYS[1] rw hash: `writer` -> write owner; `r:<owner>` / `w:<owner>` -> hold count
