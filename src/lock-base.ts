@@ -1,12 +1,13 @@
 // What every kind of Lock shares above its own way of taking a hold: argument checks before any I/O,
-// tracing, tryAcquire, runExclusive, and the reads and force-unlock by its keys.
+// re-entry, the front (front.ts: acquire, tryAcquire, runExclusive), and the reads and force-unlock
+// by its keys.
 import type { Lease, Lock } from './api.ts';
-import { traceAcquire, type AcquireTraceContext, type LockKind } from './diagnostics.ts';
-import { LockLostError, LockTimeoutError } from './errors.ts';
-import { LeaseImpl, runExclusive } from './lease.ts';
+import type { AcquireTraceContext, LockKind } from './diagnostics.ts';
+import { LockLostError } from './errors.ts';
+import { frontAcquire, frontRunExclusive, frontTryAcquire, type Taker } from './front.ts';
+import { LeaseImpl } from './lease.ts';
 import type { AcquireOptions, TryAcquireOptions } from './options.ts';
 import type { Runtime } from './runtime/runtime.ts';
-import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from './validate.ts';
 
 /** The reads and the force-unlock a lock kind's commands offer, by its keys. */
 export interface LockReads<K> {
@@ -39,6 +40,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
   readonly #kind: LockKind;
   readonly #keys: K;
   readonly #reads: LockReads<K>;
+  readonly #taker: Taker<Lease, undefined>;
 
   constructor(runtime: Runtime, kind: LockKind, name: string, keys: K, reads: LockReads<K>) {
     this.name = name;
@@ -46,6 +48,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     this.#kind = kind;
     this.#keys = keys;
     this.#reads = reads;
+    this.#taker = { name, kind, clientId: runtime.clientId, check: () => undefined, take: (t) => this.#take(t.waitMs, t.leaseMs, t.signal, t.trace) };
     identities.set(this, { runtime, key: keys.lock, name, kind });
   }
 
@@ -71,31 +74,15 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
   }
 
   acquire(options?: AcquireOptions): Promise<Lease> {
-    try {
-      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal']);
-      const waitMs = checkWaitMs(o.waitMs);
-      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-      const signal = checkSignal(o.signal);
-      return traceAcquire(this.name, this.#kind, this.#runtime.clientId, (trace) => this.#take(waitMs, leaseMs, signal, trace));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return frontAcquire(this.#taker, options);
   }
 
-  async tryAcquire(options?: TryAcquireOptions): Promise<Lease | null> {
-    const o = checkOptions('tryAcquire()', options, ['leaseMs']);
-    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-    try {
-      return await traceAcquire(this.name, this.#kind, this.#runtime.clientId, () => this.#take(0, leaseMs, undefined));
-    } catch (error) {
-      if (error instanceof LockTimeoutError) return null;
-      throw error;
-    }
+  tryAcquire(options?: TryAcquireOptions): Promise<Lease | null> {
+    return frontTryAcquire(this.#taker, options);
   }
 
-  async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    checkFunction('fn', fn);
-    return runExclusive((await this.acquire(options)) as LeaseImpl, fn);
+  runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return frontRunExclusive(() => this.acquire(options) as Promise<LeaseImpl>, fn);
   }
 
   isLocked(): Promise<boolean> {

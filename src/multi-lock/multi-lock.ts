@@ -2,13 +2,11 @@
 // order (by name, then kind: the same in every process, so no two multi-locks ever wait on each other
 // in a cycle), all or none: whatever it took is given back when the whole does not come together.
 import type { Lease, Lock } from '../api.ts';
-import { traceAcquire } from '../diagnostics.ts';
 import { LockTimeoutError } from '../errors.ts';
-import { runExclusive } from '../lease.ts';
+import { frontAcquire, frontRunExclusive, frontTryAcquire, type Taker } from '../front.ts';
 import type { AcquireOptions, TryAcquireOptions } from '../options.ts';
 import { settledWithin } from '../runtime/acquire.ts';
 import type { Runtime } from '../runtime/runtime.ts';
-import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from '../validate.ts';
 import { checkMembers, joinNames, type Member } from './members.ts';
 import { giveBack, lostOf, MultiLeaseImpl, type MultiLease } from './multi-lease.ts';
 
@@ -56,40 +54,26 @@ export class MultiLockImpl implements MultiLock {
   readonly #runtime: Runtime;
   /** In acquisition order (by name, then kind). */
   readonly #members: readonly Member[];
+  readonly #taker: Taker<MultiLease, undefined>;
 
   /** @throws {TypeError | RangeError} for bad members, before any I/O (see checkMembers). */
   constructor(runtime: Runtime, locks: readonly Lock[]) {
     this.#members = checkMembers(locks, runtime);
     this.#runtime = runtime;
     this.name = joinNames(locks);
+    this.#taker = { name: this.name, kind: 'multi-lock', clientId: runtime.clientId, check: () => undefined, take: (t) => this.#take(t.waitMs, t.leaseMs, t.signal) };
   }
 
   acquire(options?: AcquireOptions): Promise<MultiLease> {
-    try {
-      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal']);
-      const waitMs = checkWaitMs(o.waitMs);
-      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-      const signal = checkSignal(o.signal);
-      return traceAcquire(this.name, 'multi-lock', this.#runtime.clientId, () => this.#take(waitMs, leaseMs, signal));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return frontAcquire(this.#taker, options);
   }
 
-  async tryAcquire(options?: TryAcquireOptions): Promise<MultiLease | null> {
-    const o = checkOptions('tryAcquire()', options, ['leaseMs']);
-    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-    try {
-      return await traceAcquire(this.name, 'multi-lock', this.#runtime.clientId, () => this.#take(0, leaseMs, undefined));
-    } catch (error) {
-      if (error instanceof LockTimeoutError) return null;
-      throw error;
-    }
+  tryAcquire(options?: TryAcquireOptions): Promise<MultiLease | null> {
+    return frontTryAcquire(this.#taker, options);
   }
 
-  async runExclusive<T>(fn: (lease: MultiLease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
-    checkFunction('fn', fn);
-    return runExclusive((await this.acquire(options)) as MultiLeaseImpl, fn);
+  runExclusive<T>(fn: (lease: MultiLease) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    return frontRunExclusive(() => this.acquire(options) as Promise<MultiLeaseImpl>, fn);
   }
 
   /**

@@ -1,16 +1,16 @@
 // The semaphore: at most `permits` held at once across every client of a name, each lease its own
 // expirable set of permits, kept alive by the watchdog or ended by a fixed lease. Not reentrant.
 import type { Lease, Semaphore } from '../api.ts';
-import { traceAcquire } from '../diagnostics.ts';
-import { LockError, LockTimeoutError } from '../errors.ts';
-import { LeaseImpl, runExclusive } from '../lease.ts';
+import { LockError } from '../errors.ts';
+import { frontAcquire, frontRunExclusive, frontTryAcquire, type Taker } from '../front.ts';
+import { LeaseImpl } from '../lease.ts';
 import type { AcquireOptions, SemaphoreOptions } from '../options.ts';
 import { acquire, isUnreachable, type Attempt } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { WakeRule } from '../runtime/waiting.ts';
 import type { Renewer } from '../runtime/renewable.ts';
-import { checkFunction, checkMs, checkOptions, checkPermits, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from '../validate.ts';
+import { checkOptions, checkPermits } from '../validate.ts';
 import { SemaphoreCommands } from './commands.ts';
 import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
 
@@ -50,6 +50,8 @@ export class SemaphoreImpl implements Semaphore {
   readonly #shared: SemaphoreShared;
   readonly #keys: SemaphoreKeys;
   readonly #scripts: HoldScripts;
+  /** The front's view: `permits` is this kind's own option. */
+  readonly #taker: Taker<Lease, number>;
 
   /** @throws {TypeError | RangeError} for bad options, naming `permits`. */
   constructor(shared: SemaphoreShared, prefix: string, name: string, options: SemaphoreOptions) {
@@ -59,36 +61,26 @@ export class SemaphoreImpl implements Semaphore {
     this.#shared = shared;
     const keys = (this.#keys = semaphoreKeys(prefix, name));
     this.#scripts = { release: (hold) => shared.commands.release(keys, hold.owner) };
+    this.#taker = {
+      name,
+      kind: 'semaphore',
+      clientId: shared.runtime.clientId,
+      extra: ['permits'],
+      check: (o) => this.#wanted(o.permits),
+      take: (t, permits) => this.#take(t.waitMs, t.leaseMs, t.signal, permits),
+    };
   }
 
   acquire(options?: AcquireOptions & { permits?: number }): Promise<Lease> {
-    try {
-      const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal', 'permits']);
-      const waitMs = checkWaitMs(o.waitMs);
-      const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-      const signal = checkSignal(o.signal);
-      const permits = this.#wanted(o.permits);
-      return traceAcquire(this.name, 'semaphore', this.#shared.runtime.clientId, () => this.#take(waitMs, leaseMs, signal, permits));
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return frontAcquire(this.#taker, options);
   }
 
-  async tryAcquire(options?: { leaseMs?: number; permits?: number }): Promise<Lease | null> {
-    const o = checkOptions('tryAcquire()', options, ['leaseMs', 'permits']);
-    const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
-    const permits = this.#wanted(o.permits);
-    try {
-      return await traceAcquire(this.name, 'semaphore', this.#shared.runtime.clientId, () => this.#take(0, leaseMs, undefined, permits));
-    } catch (error) {
-      if (error instanceof LockTimeoutError) return null;
-      throw error;
-    }
+  tryAcquire(options?: { leaseMs?: number; permits?: number }): Promise<Lease | null> {
+    return frontTryAcquire(this.#taker, options);
   }
 
-  async runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions & { permits?: number }): Promise<T> {
-    checkFunction('fn', fn);
-    return runExclusive((await this.acquire(options)) as LeaseImpl, fn);
+  runExclusive<T>(fn: (lease: Lease) => T | Promise<T>, options?: AcquireOptions & { permits?: number }): Promise<T> {
+    return frontRunExclusive(() => this.acquire(options) as Promise<LeaseImpl>, fn);
   }
 
   async availablePermits(): Promise<number> {
