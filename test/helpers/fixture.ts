@@ -1,5 +1,6 @@
 // A suite's Redis and the clients its tests make, all closed after the suite.
 import type { Redis } from 'ioredis';
+import { Valkey } from 'iovalkey';
 import { LockClient, type LockClientOptions } from '../../src/index.ts';
 import type { It } from './describe.ts';
 import { startRedis, type RedisServer, type StartOptions } from './redis.ts';
@@ -13,20 +14,39 @@ export interface Fixture {
   close(): Promise<void>;
 }
 
+/**
+ * The client family the suites' LockClients run over (issue 19): by default relock makes its own
+ * ioredis connection from the URL; RELOCK_TEST_CLIENT=iovalkey passes each LockClient an iovalkey
+ * connection of its own instead (`npm run test:clients`).
+ */
+export const TEST_CLIENT = process.env.RELOCK_TEST_CLIENT ?? 'ioredis';
+if (TEST_CLIENT !== 'ioredis' && TEST_CLIENT !== 'iovalkey') throw new Error(`RELOCK_TEST_CLIENT=${TEST_CLIENT}: expected ioredis or iovalkey`);
+
+/** What a LockClient of the suites gets as `redis` for `url`: the URL, or a connection of TEST_CLIENT's (to close after it). */
+export function redisFor(url: string, connections: Set<{ disconnect(): void }>): string | Valkey {
+  if (TEST_CLIENT === 'ioredis') return url;
+  const connection = new Valkey(url);
+  connection.on('error', () => undefined);
+  connections.add(connection);
+  return connection;
+}
+
 export async function fixture(options: StartOptions = {}): Promise<Fixture> {
   const server = await startRedis(options);
   const admin = server.connect();
   const clients = new Set<LockClient>();
+  const connections = new Set<{ disconnect(): void }>();
   return {
     server,
     admin,
     client(clientOptions = {}) {
-      const client = new LockClient({ redis: server.url, ...clientOptions });
+      const client = new LockClient({ redis: clientOptions.redis ?? redisFor(server.url, connections), ...clientOptions });
       clients.add(client);
       return client;
     },
     async close() {
       await Promise.all([...clients].map((client) => client.close()));
+      for (const connection of connections) connection.disconnect();
       await server.stop();
     },
   };

@@ -2,6 +2,7 @@
 // makes over all of them; everything is stopped after the suite.
 import type { Redis } from 'ioredis';
 import { LockClient, type LockClientOptions } from '../../../src/index.ts';
+import { redisFor } from '../../helpers/fixture.ts';
 import type { It } from '../../helpers/describe.ts';
 import { startRedis, type RedisServer } from '../../helpers/redis.ts';
 
@@ -20,18 +21,20 @@ export async function startMasters(n: number): Promise<Masters> {
   const admins = servers.map((server) => server.connect());
   const urls = servers.map((server) => server.url);
   const clients = new Set<LockClient>();
+  const connections = new Set<{ disconnect(): void }>();
   return {
     servers,
     admins,
     urls,
     client(options = {}) {
-      const client = new LockClient({ ...options, redis: urls });
+      const client = new LockClient({ ...options, redis: urls.map((url) => redisFor(url, connections)) });
       client.on('error', () => undefined);
       clients.add(client);
       return client;
     },
     async close() {
       await Promise.all([...clients].map((client) => client.close()));
+      for (const connection of connections) connection.disconnect();
       await Promise.all(servers.map((server) => server.stop()));
     },
   };
