@@ -6,7 +6,8 @@ import { reenterOutcome, releaseOutcome, type ReenterOutcome, type ReleaseOutcom
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import type { Renewable } from '../runtime/renewable.ts';
 import type { LockKeys } from './keys.ts';
-import type { LockTopology, TakeOutcome } from './lock.ts';
+import type { TakeOutcome } from '../runtime/attempt.ts';
+import type { LockTopology } from './lock.ts';
 
 /** What a first attempt got. */
 export type AcquireOutcome = { readonly kind: 'acquired'; readonly token: number } | { readonly kind: 'busy'; readonly pttlMs: number };

@@ -1,18 +1,16 @@
 // The reentrant lock: its attempt, re-entry and release in terms of the runtime and of its commands
 // on the topology (one server, a Cluster, or a Redlock quorum: lock/quorum.ts).
 import type { Lease } from '../api.ts';
-import { LeaseImpl } from '../lease.ts';
+import type { LeaseImpl } from '../lease.ts';
 import { LockBase, type LockReads } from '../lock-base.ts';
 import { acquire, type Attempt } from '../runtime/acquire.ts';
+import { attemptHold, type TakeOutcome } from '../runtime/attempt.ts';
 import { Hold, type HoldScripts, type ReenterOutcome, type ReleaseOutcome } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { Renewable, Renewer } from '../runtime/renewable.ts';
 import { LockCommands } from './commands.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
-
-/** One attempt as a lock's commands decide it: taken, with its token; or held, and when to try again. */
-export type TakeOutcome = { readonly kind: 'acquired'; readonly token: number } | { readonly kind: 'busy'; readonly retryMs: number };
 
 /**
  * The lock's commands on its topology: `LockCommands` on one server or a Cluster, `QuorumLock`
@@ -81,37 +79,9 @@ export class LockImpl extends LockBase<LockKeys> {
   }
 
   /** One attempt for a fresh hold (a new owner each time). */
-  async #attempt(take: (owner: string) => Promise<TakeOutcome>, leaseMs: number | undefined): Promise<Attempt<Lease>> {
+  #attempt(take: (owner: string) => Promise<TakeOutcome>, leaseMs: number | undefined): Promise<Attempt<Lease>> {
     const { runtime, renewer } = this.#shared;
-    const { watchdog } = runtime;
-    const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
-    // Renewal is registered before the acquire is sent, and only while an attempt is out: a waiter
-    // between attempts holds nothing to renew.
-    if (hold.renewable) watchdog.add(hold);
-    const sentAt = watchdog.clock.now();
-    let outcome: TakeOutcome;
-    try {
-      outcome = await take(hold.owner);
-    } catch (error) {
-      watchdog.delete(hold);
-      throw error;
-    }
-    if (outcome.kind === 'busy') {
-      // Never this attempt's own hold: a second run of it (a resend) answers "acquired" (acquire-2.lua).
-      watchdog.delete(hold);
-      return outcome;
-    }
-    hold.acquired(outcome.token, sentAt, lease);
-    // Replica sync: not handed out before enough replicas have it (a failover could forget it).
-    await hold.replicated();
-    // Validity: the lease less the time the reply took (on a quorum, less the clock drift too).
-    if (watchdog.clock.now() >= hold.deadline) {
-      // The reply came so late that the lease it began may be over already: never hand out a lost
-      // lease. Given back before the next attempt (on the same connection, answered first).
-      await hold.giveBack().catch(() => undefined);
-      return { kind: 'late' };
-    }
-    return { kind: 'acquired', value: new LeaseImpl(hold, 1, 'lock', runtime.clientId, runtime.closed) };
+    return attemptHold(runtime, hold, leaseMs ?? runtime.leaseMs, 'lock', () => take(hold.owner));
   }
 }

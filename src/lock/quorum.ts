@@ -8,7 +8,8 @@ import { splitRetryMs } from '../topology/quorum.ts';
 import { answeredError, driftMs, noQuorum } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
 import type { LockKeys } from './keys.ts';
-import type { LockShared, LockTopology, TakeOutcome } from './lock.ts';
+import type { TakeOutcome } from '../runtime/attempt.ts';
+import type { LockShared, LockTopology } from './lock.ts';
 import type { AcquireResult } from './quorum-commands.ts';
 
 /** A finite wait's attempt settles this long before the wait ends, so that its cause reaches the caller. */

@@ -7,6 +7,7 @@ import { LockError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
 import { acquire, settledWithin, type Attempt, type WaitWords } from '../runtime/acquire.ts';
+import { attemptHold } from '../runtime/attempt.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import { wakeAll, wakeHead } from '../runtime/waiting.ts';
 import type { RwSideKeys } from './keys.ts';
@@ -97,46 +98,32 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
   }
 
   /** One acquire script call for a fresh hold (a new owner each time). */
-  async #attempt(leaseMs: number | undefined, waitId: string, writeOwner: string): Promise<Attempt<LeaseImpl>> {
+  #attempt(leaseMs: number | undefined, waitId: string, writeOwner: string): Promise<Attempt<LeaseImpl>> {
     const { runtime, commands, renewer, targets } = this.#shared;
-    const { watchdog } = runtime;
     const { side, rw } = this.#keys;
     const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
     const member = `${side}:${hold.owner}`;
     targets.set(hold, { rw, member });
-    // Renewal is registered before the acquire is sent, and only while an attempt is out.
-    if (hold.renewable) watchdog.add(hold);
-    const sentAt = watchdog.clock.now();
-    let outcome;
-    try {
-      outcome =
-        side === 'r'
-          ? await commands.readAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, writeOwner, this.name)
-          : await commands.writeAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, this.name);
-    } catch (error) {
-      watchdog.delete(hold);
-      // No answer is not "not taken": the script may still run after a client-side timeout. The
-      // owner is this attempt's alone, so giving it back is safe whatever happened.
-      if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') commands.release(rw, member, 1, true, this.name).catch(noop);
-      throw error;
-    }
-    if (outcome.kind === 'busy') {
-      // Never this attempt's own hold: a second run of it (a resend) answers "acquired" (the acquire scripts).
-      watchdog.delete(hold);
+    return attemptHold(runtime, hold, lease, side === 'r' ? 'read-lock' : 'write-lock', async () => {
+      let outcome;
+      try {
+        outcome =
+          side === 'r'
+            ? await commands.readAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, writeOwner, this.name)
+            : await commands.writeAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, this.name);
+      } catch (error) {
+        // No answer is not "not taken": the script may still run after a client-side timeout. The
+        // owner is this attempt's alone, so giving it back is safe whatever happened.
+        if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') commands.release(rw, member, 1, true, this.name).catch(noop);
+        throw error;
+      }
+      if (outcome.kind === 'acquired') return outcome;
       // A writer behind readers renews its intent by trying again; otherwise sleep until the hint
       // passes (a lease or an intent ends), a millisecond more.
       const retryMs = outcome.hintMs + 1;
       return { kind: 'busy', retryMs: outcome.intent ? Math.min(retryMs, commands.settings.intentRenewMs) : retryMs };
-    }
-    hold.acquired(outcome.token, sentAt, lease);
-    await hold.replicated();
-    if (watchdog.clock.now() >= hold.deadline) {
-      // The reply came so late that the lease it began may be over already: never hand out a lost lease
-      // (and give it back before trying again: an acquire that ends here leaves nothing behind).
-      await hold.giveBack().catch(noop);
-      return { kind: 'late' };
-    }
-    return { kind: 'acquired', value: new LeaseImpl(hold, 1, side === 'r' ? 'read-lock' : 'write-lock', runtime.clientId, runtime.closed) };
+    });
   }
+
 }

@@ -6,6 +6,7 @@ import { frontAcquire, frontRunExclusive, frontTryAcquire, type Taker } from '..
 import { LeaseImpl } from '../lease.ts';
 import type { AcquireOptions, SemaphoreOptions } from '../options.ts';
 import { acquire, isUnreachable, type Attempt } from '../runtime/acquire.ts';
+import { attemptHold } from '../runtime/attempt.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { WakeRule } from '../runtime/waiting.ts';
@@ -122,40 +123,26 @@ export class SemaphoreImpl implements Semaphore {
   }
 
   /** One acquire script call for a new lease (a new owner id each time). */
-  async #attempt(permits: number, leaseMs: number | undefined): Promise<Attempt<Lease>> {
+  #attempt(permits: number, leaseMs: number | undefined): Promise<Attempt<Lease>> {
     const { runtime, commands, renewer } = this.#shared;
-    const { watchdog } = runtime;
     const keys = this.#keys;
     const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: keys.sem, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
-    // Renewal is registered before the acquire is sent, and only while an attempt is out.
-    if (hold.renewable) watchdog.add(hold);
-    const sentAt = watchdog.clock.now();
-    let outcome;
-    try {
-      outcome = await commands.acquire(keys, hold.owner, permits, this.permits, lease, runtime.fenceTtlMs);
-    } catch (error) {
-      watchdog.delete(hold);
-      // No answer is not "not taken": the script may still run. The owner id is this attempt's alone.
-      if (isUnreachable(error)) commands.release(keys, hold.owner).catch(noop);
-      throw error;
-    }
-    if (outcome.kind !== 'acquired') {
-      watchdog.delete(hold);
+    return attemptHold(runtime, hold, lease, 'semaphore', async () => {
+      let outcome;
+      try {
+        outcome = await commands.acquire(keys, hold.owner, permits, this.permits, lease, runtime.fenceTtlMs);
+      } catch (error) {
+        // No answer is not "not taken": the script may still run. The owner id is this attempt's alone.
+        if (isUnreachable(error)) commands.release(keys, hold.owner).catch(noop);
+        throw error;
+      }
       if (outcome.kind === 'mismatch') throw this.#mismatch(outcome.limit);
-      // Never this attempt's own lease: a second run of it (a resend) answers "acquired" (acquire-4.lua).
-      // Sleep until the earliest lease ends, a millisecond more (a Node timer may fire up to one
-      // early against Redis's clock); with no lease known, a whole lease.
-      return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };
-    }
-    hold.acquired(outcome.token, sentAt, lease);
-    await hold.replicated();
-    if (watchdog.clock.now() >= hold.deadline) {
-      // The reply came so late that the lease it began may be over already: never hand out a lost lease
-      // (and give it back before trying again: an acquire that ends here leaves nothing behind).
-      await hold.giveBack().catch(noop);
-      return { kind: 'late' };
-    }
-    return { kind: 'acquired', value: new LeaseImpl(hold, 1, 'semaphore', runtime.clientId, runtime.closed) };
+      // Busy: sleep until the earliest lease ends, a millisecond more (a Node timer may fire up to
+      // one early against Redis's clock); with no lease known, a whole lease.
+      if (outcome.kind !== 'acquired') return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };
+      return outcome;
+    });
   }
+
 }
