@@ -7,7 +7,8 @@
 // benches (semaphore.ts, rw-lock.ts, redlock.ts: docs/benchmarks/<name>.md); a partial one writes
 // its report under bench/results/ so it never replaces the published figures.
 // relock-0.1.0 (relock before this change) is built from git on the way (lib/baseline.ts); without
-// git or its commit it is left out with a note.
+// git or its commit it is left out with a note. RELOCK_BASELINE_COMMIT=<commit> builds another one
+// (lib/baseline.ts).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';

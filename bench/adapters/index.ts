@@ -1,6 +1,6 @@
 // Every library measured, in the order the report lists them, with the settings used. Loading this
 // loads no library: a worker imports only its own adapter module.
-import { BASELINE_COMMIT } from '../lib/baseline.ts';
+import { BASELINE_COMMIT, BASELINE_WHAT } from '../lib/baseline.ts';
 import { LEASE_MS, RETRY_MS, type AdapterSpec, type Create } from './types.ts';
 
 const lease = `${LEASE_MS / 1000} s`;
@@ -41,7 +41,7 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     waiting: 'pub/sub',
     kind: 'baseline',
     client: 'ioredis',
-    settings: `relock before this change: the relock adapter over a bundle built by the bench from commit ${BASELINE_COMMIT} (before the runtime restructuring and the uncontended fast path), same settings. Scenarios 1 and 3 only; left out, with a note, where git or that commit is not available`,
+    settings: `relock before this change: the relock adapter over a bundle built by the bench from commit ${BASELINE_COMMIT} (${BASELINE_WHAT}), same settings. Scenarios 1 and 3 only; left out, with a note, where git or that commit is not available`,
     scenarios: ['uncontended', 'contended'],
     module: './relock-0.1.0.ts',
   },

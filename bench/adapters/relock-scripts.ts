@@ -17,7 +17,7 @@ const FENCE_TTL_MS = 3_600_000;
 
 export const create: Create = async (url) => {
   const redis = new Redis(url);
-  const commands = new LockCommands(new ScriptRunner(ioredisPort(redis as unknown as RedisClient, false, () => undefined), new AbortController().signal), 'publish');
+  const commands = new LockCommands(new ScriptRunner(ioredisPort(redis as unknown as RedisClient, false, () => undefined), new AbortController().signal), 'publish', LEASE_MS, FENCE_TTL_MS);
   const clientId = randomUUID();
   return {
     async acquire(name) {

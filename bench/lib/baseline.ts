@@ -9,7 +9,13 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** The code before the runtime restructuring and the uncontended fast path (issue 8). */
-export const BASELINE_COMMIT = 'a8e97c5';
+const DEFAULT_BASELINE = 'a8e97c5';
+
+/** The commit built as relock-0.1.0: RELOCK_BASELINE_COMMIT to measure another change, else DEFAULT_BASELINE. */
+export const BASELINE_COMMIT = process.env.RELOCK_BASELINE_COMMIT || DEFAULT_BASELINE;
+
+/** What the baseline is, for the report. */
+export const BASELINE_WHAT = BASELINE_COMMIT === DEFAULT_BASELINE ? 'before the runtime restructuring and the uncontended fast path' : 'set by RELOCK_BASELINE_COMMIT';
 
 /** What the archive holds: enough to generate the Lua module and bundle. */
 const PATHS = ['src', 'lua', 'scripts', 'package.json', 'rollup.config.mjs', 'tsconfig.json'];

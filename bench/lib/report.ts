@@ -179,6 +179,7 @@ ${why(input, at)}
   \`bench/results/baseline-src/\`, its Lua generated and bundled there with the root's \`node_modules\`, and
   its \`dist/index.mjs\` copied to \`bench/results/baseline/\` (once per commit); it then runs through the
   same adapter as relock, on the same copy of ioredis. Without git or that commit it is left out.
+  \`RELOCK_BASELINE_COMMIT=<commit>\` builds another commit instead, to measure a later change.
 
 ## Libraries, versions and settings
 

@@ -74,27 +74,19 @@ export class LockCommands extends HashLockReads implements LockTopology {
   }
 
   attempts(keys: LockKeys, _name: string, _waitMs: number, leaseMs: number): (owner: string) => Promise<TakeOutcome> {
-    return async (owner) => {
-      let outcome: AcquireOutcome;
-      try {
-        outcome = await this.acquire(keys, owner, leaseMs, this.#fenceTtlMs);
-      } catch (error) {
-        // No answer is not "not taken": the script may still run after a client-side timeout. The
-        // owner id is this attempt's alone, so giving it back is safe whatever happened.
-        if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') this.release(keys, owner, 1, true).catch(() => undefined);
-        throw error;
-      }
-      // Busy: sleep until the holder's lease ends, a millisecond more (a Node timer may fire up to one
-      // early against Redis's expiry); a key without expiry is tried again after a whole lease.
-      if (outcome.kind === 'busy') return { kind: 'busy', retryMs: outcome.pttlMs >= 0 ? outcome.pttlMs + 1 : this.#leaseMs };
-      return outcome;
-    };
+    // Busy: sleep until the holder's lease ends, a millisecond more (a Node timer may fire up to one
+    // early against Redis's expiry); a key without expiry is tried again after a whole lease.
+    return (owner) =>
+      this.acquire(keys, owner, leaseMs, this.#fenceTtlMs).then((outcome) =>
+        outcome.kind === 'busy' ? { kind: 'busy', retryMs: outcome.pttlMs >= 0 ? outcome.pttlMs + 1 : this.#leaseMs } : outcome,
+      );
   }
 
-  async acquire(keys: LockKeys, owner: string, leaseMs: number, fenceTtlMs: number): Promise<AcquireOutcome> {
-    const reply = await this.#runner.run(acquire, [keys.lock, keys.fence], [owner, leaseMs, Math.max(fenceTtlMs, leaseMs)]);
+  acquire(keys: LockKeys, owner: string, leaseMs: number, fenceTtlMs: number): Promise<AcquireOutcome> {
     // A negative integer encodes "busy": -1 (no expiry) or -2 - pttl.
-    return typeof reply === 'number' && reply < 0 ? { kind: 'busy', pttlMs: reply === -1 ? -1 : -2 - reply } : { kind: 'acquired', token: toToken(reply, keys.fence) };
+    return this.#runner
+      .run(acquire, [keys.lock, keys.fence], [owner, leaseMs, Math.max(fenceTtlMs, leaseMs)])
+      .then((reply) => (typeof reply === 'number' && reply < 0 ? { kind: 'busy', pttlMs: reply === -1 ? -1 : -2 - reply } : { kind: 'acquired', token: toToken(reply, keys.fence) }));
   }
 
   reenter(keys: LockKeys, owner: string, believed: number, leaseMs: number | undefined): Promise<ReenterOutcome> {

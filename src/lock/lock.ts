@@ -82,6 +82,9 @@ export class LockImpl extends LockBase<LockKeys> {
   #attempt(take: (owner: string) => Promise<TakeOutcome>, leaseMs: number | undefined): Promise<Attempt<Lease>> {
     const { runtime, renewer } = this.#shared;
     const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
-    return attemptHold(runtime, hold, leaseMs ?? runtime.leaseMs, 'lock', () => take(hold.owner));
+    return attemptHold(runtime, hold, leaseMs ?? runtime.leaseMs, 'lock', {
+      call: () => take(hold.owner),
+      giveBack: () => this.#shared.commands.release(this.#keys, hold.owner, 1, true, this.name),
+    });
   }
 }

@@ -105,24 +105,19 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
     const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
     const member = `${side}:${hold.owner}`;
     targets.set(hold, { rw, member });
-    return attemptHold(runtime, hold, lease, side === 'r' ? 'read-lock' : 'write-lock', async () => {
-      let outcome;
-      try {
-        outcome =
+    return attemptHold(runtime, hold, lease, side === 'r' ? 'read-lock' : 'write-lock', {
+      call: async () => {
+        const outcome =
           side === 'r'
             ? await commands.readAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, writeOwner, this.name)
             : await commands.writeAcquire(rw, hold.owner, lease, runtime.fenceTtlMs, waitId, this.name);
-      } catch (error) {
-        // No answer is not "not taken": the script may still run after a client-side timeout. The
-        // owner is this attempt's alone, so giving it back is safe whatever happened.
-        if (error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE') commands.release(rw, member, 1, true, this.name).catch(noop);
-        throw error;
-      }
-      if (outcome.kind === 'acquired') return outcome;
-      // A writer behind readers renews its intent by trying again; otherwise sleep until the hint
-      // passes (a lease or an intent ends), a millisecond more.
-      const retryMs = outcome.hintMs + 1;
-      return { kind: 'busy', retryMs: outcome.intent ? Math.min(retryMs, commands.settings.intentRenewMs) : retryMs };
+        if (outcome.kind === 'acquired') return outcome;
+        // A writer behind readers renews its intent by trying again; otherwise sleep until the hint
+        // passes (a lease or an intent ends), a millisecond more.
+        const retryMs = outcome.hintMs + 1;
+        return { kind: 'busy', retryMs: outcome.intent ? Math.min(retryMs, commands.settings.intentRenewMs) : retryMs };
+      },
+      giveBack: () => commands.release(rw, member, 1, true, this.name),
     });
   }
 

@@ -5,7 +5,7 @@ import { LockError } from '../errors.ts';
 import { frontAcquire, frontRunExclusive, frontTryAcquire, type Taker } from '../front.ts';
 import { LeaseImpl } from '../lease.ts';
 import type { AcquireOptions, SemaphoreOptions } from '../options.ts';
-import { acquire, isUnreachable, type Attempt } from '../runtime/acquire.ts';
+import { acquire, type Attempt } from '../runtime/acquire.ts';
 import { attemptHold } from '../runtime/attempt.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
@@ -42,8 +42,6 @@ export const wakePermits: WakeRule = (queue, message) => {
     left -= waiter.need;
   }
 };
-
-const noop = () => undefined;
 
 export class SemaphoreImpl implements Semaphore {
   readonly name: string;
@@ -128,20 +126,16 @@ export class SemaphoreImpl implements Semaphore {
     const keys = this.#keys;
     const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: keys.sem, renewer, scripts: this.#scripts, renewable: leaseMs === undefined });
-    return attemptHold(runtime, hold, lease, 'semaphore', async () => {
-      let outcome;
-      try {
-        outcome = await commands.acquire(keys, hold.owner, permits, this.permits, lease, runtime.fenceTtlMs);
-      } catch (error) {
-        // No answer is not "not taken": the script may still run. The owner id is this attempt's alone.
-        if (isUnreachable(error)) commands.release(keys, hold.owner).catch(noop);
-        throw error;
-      }
-      if (outcome.kind === 'mismatch') throw this.#mismatch(outcome.limit);
-      // Busy: sleep until the earliest lease ends, a millisecond more (a Node timer may fire up to
-      // one early against Redis's clock); with no lease known, a whole lease.
-      if (outcome.kind !== 'acquired') return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };
-      return outcome;
+    return attemptHold(runtime, hold, lease, 'semaphore', {
+      call: async () => {
+        const outcome = await commands.acquire(keys, hold.owner, permits, this.permits, lease, runtime.fenceTtlMs);
+        if (outcome.kind === 'mismatch') throw this.#mismatch(outcome.limit);
+        // Busy: sleep until the earliest lease ends, a millisecond more (a Node timer may fire up to
+        // one early against Redis's clock); with no lease known, a whole lease.
+        if (outcome.kind !== 'acquired') return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };
+        return outcome;
+      },
+      giveBack: () => commands.release(keys, hold.owner),
     });
   }
 
