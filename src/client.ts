@@ -2,18 +2,18 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from './api.ts';
-import { ioredisPort, openConnection } from './port/ioredis.ts';
+import { portOf } from './port/clients.ts';
 import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
-import type { LockClientOptions, RedisClient, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
+import type { AnyRedisClient, LockClientOptions, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
 import { checkServers } from './topology/quorum-servers.ts';
 import { createRedlock } from './topology/quorum-setup.ts';
 import { Runtime } from './runtime/runtime.ts';
 import type { Backend } from './topology/backend.ts';
 import { quorumBackend } from './topology/quorum-backend.ts';
 import { singleBackend } from './topology/single.ts';
-import { checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, isRedisClient, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
+import { checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
  * The events of a LockClient.
@@ -111,9 +111,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * by close()). Connections this client makes report their errors through the client instead of
    * ioredis's console warning.
    */
-  #port(given: string | RedisClient | RedisConnectionOptions): RedisPort {
-    const owned = !isRedisClient(given);
-    return ioredisPort(owned ? openConnection(given as string | RedisConnectionOptions) : (given as RedisClient), owned, (error) => this.#runtime.error(error));
+  #port(given: string | AnyRedisClient | RedisConnectionOptions): RedisPort {
+    return portOf(given, (error) => this.#runtime.error(error));
   }
 
   /**

@@ -10,4 +10,16 @@ export type { AcquireTraceContext, LockKind, LostMessage, RenewMessage, WakeMess
 export type { MultiLock } from './multi-lock/multi-lock.ts';
 export type { MultiLease } from './multi-lock/multi-lease.ts';
 export { LockError, LockLostError, LockNotHeldError, LockTimeoutError, type LockErrorCode, type LockErrorOptions } from './errors.ts';
-export type { AcquireOptions, LatchWaitOptions, LockClientOptions, RedisClient, RedisConnectionOptions, SemaphoreOptions, TryAcquireOptions, TrySetCountOptions } from './options.ts';
+export type {
+  AcquireOptions,
+  AnyRedisClient,
+  LatchWaitOptions,
+  LockClientOptions,
+  NodeRedisClient,
+  NodeRedisCluster,
+  RedisClient,
+  RedisConnectionOptions,
+  SemaphoreOptions,
+  TryAcquireOptions,
+  TrySetCountOptions,
+} from './options.ts';

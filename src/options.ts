@@ -32,6 +32,53 @@ export interface RedisClient {
 }
 
 /**
+ * A node-redis 5 or 6 client (`createClient()`, RESP2 or RESP3), connected before relock uses it:
+ * relock sends its scripts through `sendCommand`, duplicates it once for its subscriber (without
+ * reconnection limits of the user's), and never opens, closes or listens for `'error'` on it.
+ *
+ * @example
+ * ```ts
+ * const redis = await createClient({ url: process.env.REDIS_URL }).connect(); // yours: close it yourself
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface NodeRedisClient {
+  /** True from `connect()` until the client is closed: relock sends nothing on a client that is not open. */
+  readonly isOpen: boolean;
+  /** True while connected: relock tells a client still connecting from one that lost its server. */
+  readonly isReady: boolean;
+  /** How relock sends its scripts and reads. */
+  sendCommand(...args: any[]): Promise<unknown>;
+  /** How relock makes its subscriber connection. */
+  duplicate(...args: any[]): unknown;
+}
+
+/**
+ * A node-redis 5 or 6 Cluster (`createCluster()`), connected before relock uses it: scripts go
+ * through `sendCommand` by their key's slot; relock subscribes on connections of its own to the
+ * masters, made from the Cluster's clients for them (sharded pub/sub on Redis 7 and later).
+ *
+ * @example
+ * ```ts
+ * const redis = await createCluster({ rootNodes: [{ url: 'redis://10.0.0.1:7000' }] }).connect();
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface NodeRedisCluster {
+  /** True from `connect()` until the Cluster is closed: relock sends nothing on one that is not open. */
+  readonly isOpen: boolean;
+  /** The masters of the slot map: where relock opens its shard subscribers. */
+  readonly masters: readonly unknown[];
+  /** How relock sends its scripts and reads, routed by their key's slot. */
+  sendCommand(...args: any[]): Promise<unknown>;
+  /** The Cluster's client for one node: relock duplicates it for a shard subscriber. */
+  nodeClient(...args: any[]): unknown;
+}
+
+/** A client relock can be given: ioredis (or iovalkey) `Redis`/`Cluster`, node-redis client or Cluster. */
+export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster;
+
+/**
  * ioredis connection options, exactly as `new Redis(options)` takes them, less `keyPrefix` (refused:
  * use `prefix`). Where they leave them unset, relock gives the connections it makes fail-fast
  * defaults (see docs/guarantees.md, "Redis unreachable").
@@ -53,15 +100,18 @@ export type RedisConnectionOptions = Omit<RedisOptions, 'keyPrefix'> & { readonl
  */
 export interface LockClientOptions {
   /**
-   * Where Redis is: a URL (`redis://`, `rediss://`), ioredis options, or an ioredis `Redis` /
-   * `Cluster` you own (relock duplicates it once for its subscriber and never closes it).
-   * A client or options with ioredis `keyPrefix` are refused: use `prefix`.
+   * Where Redis is: a URL (`redis://`, `rediss://`), ioredis options, or a client you own: an
+   * ioredis (or iovalkey) `Redis` / `Cluster`, or a connected node-redis client or Cluster
+   * (relock duplicates it for its subscribers and never closes it; see docs/clients.md). URLs and
+   * options need the ioredis package. A client or options with ioredis `keyPrefix` are refused: use
+   * `prefix`.
    *
-   * An array of 3 or more independent servers (all URLs/options, or all ioredis `Redis` clients)
-   * makes a Redlock client: `lock()` takes a majority of them (see docs/redlock.md).
+   * An array of 3 or more independent servers (all URLs/options, or all clients of any of these
+   * families, but no Cluster) makes a Redlock client: `lock()` takes a majority of them (see
+   * docs/redlock.md).
    * @default 'redis://127.0.0.1:6379'
    */
-  redis?: string | RedisClient | RedisConnectionOptions | readonly (string | RedisClient | RedisConnectionOptions)[] | undefined;
+  redis?: string | AnyRedisClient | RedisConnectionOptions | readonly (string | AnyRedisClient | RedisConnectionOptions)[] | undefined;
   /**
    * Namespace of every key and channel relock writes: `<prefix>:{<name>}`.
    * @default 'relock'

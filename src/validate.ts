@@ -1,5 +1,6 @@
 // The check* functions: every argument is validated here, before any I/O, with a message naming it.
-import type { RedisClient, RedisConnectionOptions } from './options.ts';
+import type { AnyRedisClient, RedisConnectionOptions } from './options.ts';
+import { isClient, isIoredisClient } from './port/clients.ts';
 
 /** The largest delay a Node timer can hold (2^31 - 1 ms, about 24.8 days). */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -138,21 +139,12 @@ export function checkPrefix(prefix: unknown): string {
   return prefix;
 }
 
-export function isRedisClient(value: unknown): value is RedisClient {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as RedisClient).evalsha === 'function' &&
-    typeof (value as RedisClient).duplicate === 'function'
-  );
-}
-
 /** The redis option: a client, a URL or connection options; never one with ioredis keyPrefix. */
-export function checkRedis(value: unknown): string | RedisClient | RedisConnectionOptions {
+export function checkRedis(value: unknown): string | AnyRedisClient | RedisConnectionOptions {
   if (value === undefined) return DEFAULTS.redis;
-  const keyPrefix = isRedisClient(value)
+  const keyPrefix = isIoredisClient(value)
     ? (value.options?.keyPrefix ?? value.options?.redisOptions?.keyPrefix)
-    : typeof value === 'object' && value !== null
+    : typeof value === 'object' && value !== null && !isClient(value)
       ? (value as { keyPrefix?: unknown }).keyPrefix
       : undefined;
   if (keyPrefix !== undefined && keyPrefix !== '') {
@@ -165,11 +157,14 @@ export function checkRedis(value: unknown): string | RedisClient | RedisConnecti
     return value;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    expected('redis', 'a URL, ioredis options or an ioredis Redis/Cluster instance', value, TypeError);
+    expected('redis', CLIENTS, value, TypeError);
   }
-  if (!isRedisClient(value)) checkConnectionOptions(value);
-  return value as RedisClient | RedisConnectionOptions;
+  if (!isClient(value)) checkConnectionOptions(value);
+  return value as AnyRedisClient | RedisConnectionOptions;
 }
+
+/** What `redis` may be, for messages. */
+const CLIENTS = 'a URL, ioredis options, an ioredis/iovalkey Redis or Cluster, or a node-redis client or Cluster';
 
 /**
  * Every option name of ioredis 5 and 6 (`RedisOptions`: the common, standalone, sentinel and Node
@@ -193,10 +188,15 @@ const IOREDIS_OPTIONS = new Set(
 /** Plain ioredis options only: a class instance that is no ioredis client, or an unknown key, is refused. */
 function checkConnectionOptions(value: object): void {
   const proto = Object.getPrototypeOf(value) as unknown;
-  if (proto !== Object.prototype && proto !== null) {
-    const kind = typeof (value as { sendCommand?: unknown }).sendCommand === 'function' && 'isOpen' in value ? 'a node-redis client' : `an instance of ${(value as object).constructor?.name || 'a class'}`;
+  const kind = (value as object).constructor?.name || 'a class';
+  if (/^Glide(Cluster)?Client$/.test(kind)) {
     throw new TypeError(
-      `Expected \`redis\` to be a URL, ioredis options or an ioredis Redis/Cluster instance, got ${kind}: relock ${kind === 'a node-redis client' ? 'does not support node-redis clients yet' : 'cannot use it'}; pass an ioredis (or iovalkey) client, a redis:// URL or ioredis options`,
+      `Expected \`redis\` to be ${CLIENTS}, got a GLIDE client (${kind}): relock does not support @valkey/valkey-glide yet; pass an iovalkey or node-redis client (docs/clients.md)`,
+    );
+  }
+  if (proto !== Object.prototype && proto !== null) {
+    throw new TypeError(
+      `Expected \`redis\` to be ${CLIENTS}, got an instance of ${kind}: relock cannot use it (no client of these families, and not plain options)`,
     );
   }
   const unknown = Object.keys(value).filter((key) => !IOREDIS_OPTIONS.has(key));

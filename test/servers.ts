@@ -4,9 +4,10 @@
 // redis-cli), which goes first on the PATH of that server's run; RELOCK_SERVER names it to the tests.
 // Prints a line per server and suite group, then "N passed, N failed" over all of them.
 // Usage: node --import tsx test/servers.ts [server ...] [-- group ...]
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { report, runCell, type Counts } from './matrix.ts';
 
 const root = dirname(fileURLToPath(import.meta.url));
 const SERVERS = ['valkey-8.0', 'redis-6.0'];
@@ -30,39 +31,11 @@ const bins = execFileSync('bash', [join(root, '..', 'scripts', 'servers.sh'), ..
   .trim()
   .split('\n');
 
-const rows: { server: string; group: string; passed: number; failed: number }[] = [];
+const rows: (Counts & { label: string })[] = [];
 for (const [i, server] of chosen.entries()) {
   for (const group of groups) {
-    const { passed, failed } = await runGroup(server, bins[i]!, group);
-    rows.push({ server, group, passed, failed });
+    const counts = await runCell(`${server}: ${group}`, GROUPS[group] ?? [group], { PATH: `${bins[i]!}:${process.env.PATH}`, RELOCK_SERVER: server });
+    rows.push({ label: `${server.padEnd(11)} ${group.padEnd(22)}`, ...counts });
   }
 }
-
-console.log('\nserver matrix:');
-for (const row of rows) console.log(`  ${row.server.padEnd(11)} ${row.group.padEnd(22)} ${row.passed} passed, ${row.failed} failed`);
-const passed = rows.reduce((sum, row) => sum + row.passed, 0);
-const failed = rows.reduce((sum, row) => sum + row.failed, 0);
-console.log(`servers: ${passed} passed, ${failed} failed`);
-if (failed > 0 || passed === 0) process.exitCode = 1;
-
-/** One group on one server, through test/run.ts; its closing line gives the counts. */
-function runGroup(server: string, bin: string, group: string): Promise<{ passed: number; failed: number }> {
-  console.log(`\n=== ${server}: ${group}`);
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'run.ts'), ...(GROUPS[group] ?? [group])], {
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, RELOCK_SERVER: server },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let last = '';
-  child.stdout.on('data', (data: Buffer) => {
-    process.stdout.write(data);
-    last = (last + data.toString()).slice(-400);
-  });
-  return new Promise((resolve) => {
-    child.on('exit', (code) => {
-      const match = /tests: (\d+) passed, (\d+) failed/.exec(last);
-      const counts = match ? { passed: Number(match[1]), failed: Number(match[2]) } : { passed: 0, failed: 1 };
-      // A run that exited non-zero without counting a failure failed outside any test.
-      resolve(code !== 0 && counts.failed === 0 ? { ...counts, failed: 1 } : counts);
-    });
-  });
-}
+report('server', rows);

@@ -36,6 +36,16 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     module: './relock-diagnostics.ts',
   },
   {
+    id: 'relock-node-redis',
+    pkg: undefined,
+    waiting: 'pub/sub',
+    kind: 'relock',
+    client: 'node-redis',
+    settings: `relock as above, each client given a connected node-redis 6 \`createClient({ url })\` (\`new LockClient({ redis })\`) instead of a URL: the cost of the client family. Scenarios 1 and 3 only`,
+    scenarios: ['uncontended', 'contended'],
+    module: './relock-node-redis.ts',
+  },
+  {
     id: 'relock-0.1.0',
     pkg: undefined,
     waiting: 'pub/sub',

@@ -14,16 +14,23 @@ export type LockKindOf = (client: Client) => (name: string) => Lock;
 
 const plainLock: LockKindOf = (client) => (name) => client.lock(name);
 
-/** The relock adapter over the bundle at `from` (a file: URL), with locks made by `kindOf`. */
-export function relockAdapter(from: string, kindOf: LockKindOf = plainLock): Create {
+/** What a variant passes as `redis` for the bench's URL (default: the URL itself), and how it is closed after the client. */
+export type RedisOf = (url: string) => Promise<{ readonly redis: unknown; close(): Promise<void> }>;
+
+const byUrl: RedisOf = async (url) => ({ redis: url, close: async () => undefined });
+
+/** The relock adapter over the bundle at `from` (a file: URL), with locks made by `kindOf`, over `redisOf`'s client. */
+export function relockAdapter(from: string, kindOf: LockKindOf = plainLock, redisOf: RedisOf = byUrl): Create {
   return async (url) => {
     const { LockClient } = (await import(from)) as { LockClient: typeof Client };
-    const client = new LockClient({ redis: url });
+    const given = await redisOf(url);
+    const client = new LockClient({ redis: given.redis as string });
     let make: (name: string) => Lock;
     try {
       make = kindOf(client);
     } catch (error) {
       await client.close();
+      await given.close();
       throw error;
     }
     const locks = new Map<string, Lock>();
@@ -50,7 +57,10 @@ export function relockAdapter(from: string, kindOf: LockKindOf = plainLock): Cre
         await outer.release();
         return durations;
       },
-      close: () => client.close(),
+      close: async () => {
+        await client.close();
+        await given.close();
+      },
     };
   };
 }

@@ -1,6 +1,6 @@
 // relock status: what Redis holds for a lock, read from its keys in one MULTI (a consistent snapshot):
 // the holders (owner field -> hold count), the lease left, the waiters and the last fencing token.
-import { CONNECTION_DEFAULTS, Redis } from '../port/ioredis.ts';
+import { CONNECTION_DEFAULTS, ioredis, type Redis } from '../port/ioredis.ts';
 import { LockError } from '../errors.ts';
 import { fairLockKeys } from '../fair-lock/keys.ts';
 import { lockKeys } from '../lock/keys.ts';
@@ -82,7 +82,7 @@ export function parseStatus(argv: string[]) {
 }
 
 export async function status(o: NonNullable<ReturnType<typeof parseStatus>>): Promise<number> {
-  const redis = new Redis(o.redis, { ...CONNECTION_DEFAULTS, lazyConnect: true });
+  const redis = new (ioredis().Redis)(o.redis, { ...CONNECTION_DEFAULTS, lazyConnect: true });
   redis.on('error', () => undefined); // a failed command reports it
   try {
     const s = await readStatus(redis, o.prefix, o.name, o.fair).catch((error: unknown) => {

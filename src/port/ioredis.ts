@@ -1,14 +1,39 @@
 // The ioredis adapter of the client port (iovalkey, its fork, fits it too): the only module that
-// imports a Redis client library. Also the connections relock makes itself: their fail-fast
-// defaults, the settings its subscribers need whatever the user's say, how they open and close.
-import { Redis, type RedisOptions } from 'ioredis';
+// loads a Redis client library, and only when relock opens a connection itself (a project with
+// node-redis alone never loads it). Also those connections: their fail-fast defaults, the settings
+// its subscribers need whatever the user's say, how they open and close.
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { RedisClient, RedisConnectionOptions } from '../options.ts';
 import { keySlot } from '../runtime/slot.ts';
 import type { RedisPort, SubscriberConnection, Topology } from './port.ts';
 
-export type { RedisOptions };
-/** The ioredis client class, for relock's own tools (the CLI, relock/testing). */
-export { Redis };
+export type { Redis, RedisOptions };
+
+let loaded: typeof import('ioredis') | undefined;
+
+/**
+ * The ioredis module, loaded at the first connection relock opens from a URL or options (and by the
+ * CLI and relock/testing). Without it installed: a TypeError naming `redis`, before any I/O.
+ */
+export function ioredis(): typeof import('ioredis') {
+  try {
+    loaded ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+  } catch (error) {
+    throw new TypeError('Expected `redis` to be a connected client: relock opens connections from a URL or options with ioredis, which is not installed (`npm install ioredis`, or pass a node-redis client)', { cause: error });
+  }
+  return loaded;
+}
+
+/** Whether ioredis is installed (loadable). */
+function hasIoredis(): boolean {
+  try {
+    ioredis();
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Fail-fast defaults of the connections relock makes itself (the user's options win, but for
@@ -47,6 +72,7 @@ export const SUBSCRIBER_OPTIONS = {
  * always an offline queue).
  */
 export function openConnection(given: string | RedisConnectionOptions): RedisClient {
+  const { Redis } = ioredis();
   const connection = typeof given === 'string' ? new Redis(given, CONNECTION_DEFAULTS) : new Redis({ ...CONNECTION_DEFAULTS, ...given, enableOfflineQueue: true } as never);
   return connection as unknown as RedisClient;
 }
@@ -103,6 +129,7 @@ interface ClusterLike {
 
 interface NodeLike {
   readonly options: { readonly host?: string; readonly port?: number };
+  duplicate(options: object): unknown;
   on(event: 'close', listener: () => void): unknown;
   wait(replicas: number, timeoutMs: number): Promise<number>;
 }
@@ -200,10 +227,15 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
     // One server: a duplicate of its connection. (A Cluster subscribes on connections of its own to
     // its masters, openNode: sharded per master, or one to any master without sharded pub/sub.)
     openSubscriber: () => listen(redis.duplicate(SUBSCRIBER_OPTIONS) as RedisClient) as unknown as SubscriberConnection,
-    openNode: (host, port) =>
-      listen(
-        new Redis({ ...redis.options?.redisOptions, ...SUBSCRIBER_OPTIONS, lazyConnect: false, retryStrategy: () => null, host, port } as never) as unknown as RedisClient,
-      ) as unknown as SubscriberConnection,
+    // An ioredis connection with the Cluster's redisOptions: ioredis reports the server's unsolicited
+    // SUNSUBSCRIBE of a migrated slot as 'moved' (iovalkey 0.4 does not). Without ioredis installed,
+    // a duplicate of one of the Cluster's own node connections (iovalkey's).
+    openNode: (host, port) => {
+      const options = { ...redis.options?.redisOptions, ...SUBSCRIBER_OPTIONS, lazyConnect: false, retryStrategy: () => null, host, port };
+      const node = c.nodes('all')[0];
+      const connection = node && !hasIoredis() ? node.duplicate(options) : new (ioredis().Redis)(options as never);
+      return listen(connection as unknown as RedisClient) as unknown as SubscriberConnection;
+    },
     close: () => (owned ? closeConnection(redis) : Promise.resolve()),
   };
 }

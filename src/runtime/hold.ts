@@ -6,6 +6,7 @@ import { diagnostics, type LostMessage } from '../diagnostics.ts';
 import { LockError, LockLostError, LockNotHeldError } from '../errors.ts';
 import type { Runtime } from './runtime.ts';
 import type { Renewable, Renewer } from './renewable.ts';
+import { isUnreachable } from './wait-errors.ts';
 
 /** What a release script answered: the owner's count left, or that the owner held nothing. */
 export type ReleaseOutcome = { readonly kind: 'released'; readonly left: number } | { readonly kind: 'gone' };
@@ -232,7 +233,19 @@ export class Hold implements Renewable {
       }
       const lostBefore = this.lost !== undefined;
       const mark = runner.mark();
-      let outcome = await this.#scripts.release(this, believed, whole);
+      let outcome: ReleaseOutcome;
+      try {
+        outcome = await this.#scripts.release(this, believed, whole);
+      } catch (error) {
+        // A hold already signalled lost is not held, whether or not its release reached Redis (its
+        // key ends with its lease there): said as such, with the failure as the cause. (ioredis
+        // resends a release cut by a reset connection and hears "gone"; node-redis fails it.)
+        if (!lostBefore || !isUnreachable(error)) throw error;
+        this.#count = 0;
+        this.#held = false;
+        watchdog.delete(this);
+        throw this.notHeld(error);
+      }
       if (outcome.kind === 'gone' && (whole || believed === 1) && !lostBefore && runner.maybeResent(mark)) {
         // The connection dropped while the release was out and ioredis sent it again: the first
         // attempt went through, so the retry found nothing. (Not for a hold already signalled lost:
@@ -272,7 +285,10 @@ export class Hold implements Renewable {
     }
   }
 
-  notHeld(): LockNotHeldError {
-    return new LockNotHeldError(`Lock "${this.name}" is not held by this owner (expired, force-unlocked, or released)`, { lockName: this.name });
+  notHeld(cause?: unknown): LockNotHeldError {
+    return new LockNotHeldError(`Lock "${this.name}" is not held by this owner (expired, force-unlocked, or released)`, {
+      lockName: this.name,
+      ...(cause === undefined ? {} : { cause }),
+    });
   }
 }

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Redis } from '../port/ioredis.ts';
+import { ioredis } from '../port/ioredis.ts';
 
 export interface PrivateServerOptions {
   /** Extra redis-server arguments. */
@@ -70,6 +70,7 @@ export async function freePort(): Promise<number> {
 /** True when the server at `target` (a URL, or host and port) answers PING. */
 export async function ping(target: string | { host: string; port: number }, extra: Record<string, unknown> = {}): Promise<boolean> {
   const options = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000, ...extra };
+  const { Redis } = ioredis();
   const probe = typeof target === 'string' ? new Redis(target, options) : new Redis({ ...target, ...options });
   probe.on('error', () => undefined);
   try {

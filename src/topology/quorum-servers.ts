@@ -1,27 +1,18 @@
 // The masters of a Redlock client: the `redis` array checked before any connection is made, each
 // server named host:port for error messages.
-import type { RedisClient, RedisConnectionOptions } from '../options.ts';
-import { checkRedis, isRedisClient } from '../validate.ts';
+import type { AnyRedisClient, RedisConnectionOptions } from '../options.ts';
+import { addressOf, isClient, isClusterClient } from '../port/clients.ts';
+import { checkRedis } from '../validate.ts';
 
-/** One master as given: a URL, ioredis options, or an ioredis client, with its host:port. */
+/** One master as given: a URL, ioredis options, or a client (ioredis family or node-redis), with its host:port. */
 export interface RedlockServer {
-  readonly given: string | RedisClient | RedisConnectionOptions;
+  readonly given: string | AnyRedisClient | RedisConnectionOptions;
   /** host:port, for messages. */
   readonly label: string;
 }
 
 /** The fewest masters of a Redlock client: with 2, one down would stop every lock. */
 export const MIN_MASTERS = 3;
-
-function labelOf(value: string | RedisClient | RedisConnectionOptions): string {
-  if (typeof value === 'string') {
-    const url = new URL(value);
-    return `${url.hostname || '127.0.0.1'}:${url.port || '6379'}`;
-  }
-  const options = (isRedisClient(value) ? value.options : value) as { host?: string; port?: number; path?: string } | undefined;
-  if (options?.path) return options.path;
-  return `${options?.host ?? '127.0.0.1'}:${options?.port ?? 6379}`;
-}
 
 /**
  * Checks the `redis` array of a Redlock client: at least 3 independent servers, all URLs/options or
@@ -35,23 +26,23 @@ export function checkServers(value: readonly unknown[]): RedlockServer[] {
     );
   }
   const servers = value.map((entry, i) => {
-    if (Array.isArray(entry)) throw new TypeError(`Expected \`redis[${i}]\` to be a URL, ioredis options or an ioredis Redis instance, got an array`);
-    let given: string | RedisClient | RedisConnectionOptions;
+    if (Array.isArray(entry)) throw new TypeError(`Expected \`redis[${i}]\` to be a URL, ioredis options or a standalone client, got an array`);
+    let given: string | AnyRedisClient | RedisConnectionOptions;
     try {
       given = checkRedis(entry);
     } catch (error) {
       const ErrorClass = error instanceof RangeError ? RangeError : TypeError;
       throw new ErrorClass(`In \`redis[${i}]\`: ${(error as Error).message}`);
     }
-    if (isRedisClient(given) && given.isCluster === true) {
+    if (isClient(given) && isClusterClient(given)) {
       throw new TypeError(`Expected \`redis[${i}]\` to be a standalone Redis server: a Redlock master cannot be a Cluster (use one Cluster, not an array)`);
     }
-    return { given, label: labelOf(given) };
+    return { given, label: addressOf(given) };
   });
-  const clients = servers.filter((server) => isRedisClient(server.given)).length;
+  const clients = servers.filter((server) => isClient(server.given)).length;
   if (clients !== 0 && clients !== servers.length) {
     throw new TypeError(
-      `Expected \`redis\` to be all URLs/options or all ioredis clients, got ${clients} clients and ${servers.length - clients} URLs/options: mixed servers are refused (relock would close some connections and not others)`,
+      `Expected \`redis\` to be all URLs/options or all clients, got ${clients} clients and ${servers.length - clients} URLs/options: mixed servers are refused (relock would close some connections and not others)`,
     );
   }
   const seen = new Map<unknown, number>();

@@ -9,7 +9,7 @@ latchContract('client.countDownLatch() on a Redis Cluster', async () => {
   const clients = new Set<LockClient>();
   return {
     client() {
-      const client = new LockClient({ redis: cluster.connect() });
+      const client = new LockClient({ redis: cluster.client() });
       clients.add(client);
       return client;
     },

@@ -138,7 +138,7 @@ describe('faults: Redis Cluster failover mid-hold, without and with replica sync
   });
 
   const make = (replicas: number) => {
-    const made = new LockClient({ redis: cluster.connect(), leaseMs: LEASE_MS, replicas, replicaTimeoutMs: 2_000 });
+    const made = new LockClient({ redis: cluster.client(), leaseMs: LEASE_MS, replicas, replicaTimeoutMs: 2_000 });
     made.on('error', () => undefined);
     clients.push(made);
     return made;

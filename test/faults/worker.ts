@@ -10,6 +10,7 @@ import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { LockClient, type AcquireTraceContext, type Lease, type Lock, type MultiLease } from '../../src/index.ts';
+import { redisForOptions } from '../helpers/clients.ts';
 import { FENCED_SET, now, type Entry, type FromWorker, type HoldRequest, type MemberSection, type ToWorker, type WorkerConfig } from './protocol.ts';
 
 const config = JSON.parse(process.env.RELOCK_FAULT_WORKER ?? 'null') as WorkerConfig | null;
@@ -34,7 +35,7 @@ function count(error: unknown): void {
   errors[key] = (errors[key] ?? 0) + 1;
 }
 
-const client = new LockClient({ redis: config.redis, prefix: config.prefix, leaseMs: config.leaseMs });
+const client = new LockClient({ redis: redisForOptions(config.redis), prefix: config.prefix, leaseMs: config.leaseMs });
 client.on('error', count);
 const storage = new Redis({ ...config.storage, lazyConnect: false });
 storage.on('error', count);

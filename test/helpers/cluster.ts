@@ -3,6 +3,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Cluster, type ClusterOptions } from 'ioredis';
+import type { AnyRedisClient } from '../../src/options.ts';
+import { clusterFor, type Closable } from './clients.ts';
 import { applicableOnly, type It } from './describe.ts';
 import { freePort, startPrivateRedis, type RedisServer } from './redis.ts';
 
@@ -21,6 +23,8 @@ export interface RedisCluster {
   readonly nodes: readonly RedisServer[];
   /** A Cluster client (closed by stop()). */
   connect(options?: ClusterOptions): Cluster;
+  /** A Cluster client of the suites' client family for a LockClient (helpers/clients.ts; closed by stop()). */
+  client(): AnyRedisClient;
   /** The node serving `slot` as a master now, asked of the nodes themselves. */
   masterOf(slot: number): Promise<RedisServer>;
   /** The replicas of a master, as the master reports them. */
@@ -38,6 +42,7 @@ export async function startCluster(options: number | ClusterStartOptions = {}): 
   const { masters = 3, replicas = 0, nodeTimeoutMs = 2_000, args = [] } = typeof options === 'number' ? { masters: options } : options;
   const nodes: RedisServer[] = [];
   const clients = new Set<Cluster>();
+  const others = new Set<Closable>();
   const admin = new Map<RedisServer, ReturnType<RedisServer['connect']>>();
   const adminOf = (node: RedisServer) => {
     let connection = admin.get(node);
@@ -63,6 +68,9 @@ export async function startCluster(options: number | ClusterStartOptions = {}): 
       client.on('error', () => undefined);
       clients.add(client);
       return client;
+    },
+    client() {
+      return clusterFor(nodes, others) ?? cluster.connect();
     },
     async masterOf(slot) {
       for (const node of nodes) {
@@ -98,6 +106,7 @@ export async function startCluster(options: number | ClusterStartOptions = {}): 
     },
     async stop() {
       for (const client of clients) client.disconnect();
+      for (const client of others) client.disconnect();
       for (const connection of admin.values()) connection.disconnect();
       await Promise.all(nodes.map((node) => node.stop()));
     },

@@ -1,9 +1,11 @@
 // A suite's Redis and the clients its tests make, all closed after the suite.
 import type { Redis } from 'ioredis';
-import { Valkey } from 'iovalkey';
 import { LockClient, type LockClientOptions } from '../../src/index.ts';
 import type { It } from './describe.ts';
+import { redisFor, type Closable } from './clients.ts';
 import { startRedis, type RedisServer, type StartOptions } from './redis.ts';
+
+export { redisFor, TEST_CLIENT } from './clients.ts';
 
 export interface Fixture {
   server: RedisServer;
@@ -14,28 +16,11 @@ export interface Fixture {
   close(): Promise<void>;
 }
 
-/**
- * The client family the suites' LockClients run over (issue 19): by default relock makes its own
- * ioredis connection from the URL; RELOCK_TEST_CLIENT=iovalkey passes each LockClient an iovalkey
- * connection of its own instead (`npm run test:clients`).
- */
-export const TEST_CLIENT = process.env.RELOCK_TEST_CLIENT ?? 'ioredis';
-if (TEST_CLIENT !== 'ioredis' && TEST_CLIENT !== 'iovalkey') throw new Error(`RELOCK_TEST_CLIENT=${TEST_CLIENT}: expected ioredis or iovalkey`);
-
-/** What a LockClient of the suites gets as `redis` for `url`: the URL, or a connection of TEST_CLIENT's (to close after it). */
-export function redisFor(url: string, connections: Set<{ disconnect(): void }>): string | Valkey {
-  if (TEST_CLIENT === 'ioredis') return url;
-  const connection = new Valkey(url);
-  connection.on('error', () => undefined);
-  connections.add(connection);
-  return connection;
-}
-
 export async function fixture(options: StartOptions = {}): Promise<Fixture> {
   const server = await startRedis(options);
   const admin = server.connect();
   const clients = new Set<LockClient>();
-  const connections = new Set<{ disconnect(): void }>();
+  const connections = new Set<Closable>();
   return {
     server,
     admin,

@@ -1,6 +1,7 @@
 import * as assert from 'uvu/assert';
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe } from '../helpers/describe.ts';
@@ -42,6 +43,63 @@ describe('built package', (it) => {
         { env: { ...process.env, REDIS_URL: server.url }, timeout: 15_000 },
       );
       assert.is(stdout.trim(), '2 true ERR_LOCK_TIMEOUT');
+    });
+  }
+});
+
+// A project with node-redis and without ioredis: relock's bundles copied into its node_modules (a copy,
+// so that nothing resolves up to the repository's own ioredis), its dependencies and node-redis linked.
+const nodeRedisProgram = (load: string) => `
+  const { LockClient } = ${load};
+  const { createClient } = require('redis');
+  const redis = await createClient({ url: process.env.REDIS_URL }).connect();
+  const client = new LockClient({ redis });
+  const lease = await client.lock('package-node-redis').acquire({ waitMs: 1000 });
+  const waiting = client.lock('package-node-redis').acquire({ waitMs: 5000 });
+  setTimeout(() => lease.release(), 100);
+  await (await waiting).release();
+  await client.close();
+  const leftOpen = redis.isOpen;
+  let missing;
+  try { new LockClient({ redis: process.env.REDIS_URL }); } catch (error) { missing = error; }
+  let ioredis = 'absent';
+  try { require.resolve('ioredis'); ioredis = 'present'; } catch {}
+  await redis.close();
+  console.log(ioredis, leftOpen, missing instanceof TypeError, /ioredis/.test(missing.message));
+`;
+
+describe('the package with node-redis and without ioredis', (it) => {
+  let project: string;
+  let redis: RedisServer;
+  it.before(async () => {
+    redis = await startRedis();
+    project = mkdtempSync(join(tmpdir(), 'relock-node-redis-'));
+    const modules = join(project, 'node_modules');
+    mkdirSync(join(modules, 'relock'), { recursive: true });
+    cpSync(join(root, 'dist'), join(modules, 'relock', 'dist'), { recursive: true });
+    cpSync(join(root, 'package.json'), join(modules, 'relock', 'package.json'));
+    mkdirSync(join(modules, '@redis'));
+    for (const dep of ['async-mutex', 'p-timeout', 'redis', 'cluster-key-slot', 'tslib']) {
+      if (existsSync(join(root, 'node_modules', dep))) symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir');
+    }
+    for (const dep of ['client', 'bloom', 'json', 'search', 'time-series']) symlinkSync(join(root, 'node_modules', '@redis', dep), join(modules, '@redis', dep), 'dir');
+    writeFileSync(join(project, 'package.json'), '{ "name": "app", "private": true }');
+  });
+  it.after(async () => {
+    rmSync(project, { recursive: true, force: true });
+    await redis.stop();
+  });
+
+  for (const format of ['CommonJS', 'ESM'] as const) {
+    it(`locks and wakes over a node-redis client through the ${format} bundle, and says a URL needs ioredis`, async () => {
+      const load = format === 'CommonJS' ? "require('relock')" : "await import('relock')";
+      const code = format === 'CommonJS' ? `(async () => { ${nodeRedisProgram(load)} })()` : `import { createRequire } from 'node:module'; const require = createRequire(process.cwd() + '/');\n${nodeRedisProgram(load)}`;
+      const { stdout } = await promisify(execFile)(process.execPath, format === 'CommonJS' ? ['-e', code] : ['--input-type=module', '-e', code], {
+        cwd: project,
+        env: { ...process.env, REDIS_URL: redis.url, NODE_PATH: '' },
+        timeout: 15_000,
+      });
+      assert.is(stdout.trim(), 'absent true true true');
     });
   }
 });

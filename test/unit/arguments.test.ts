@@ -1,6 +1,6 @@
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { createClient } from 'redis';
+import { createClient, createCluster } from 'redis';
 import { LockClient, type Lock } from '../../src/index.ts';
 import { describe, rejects } from '../helpers/describe.ts';
 
@@ -19,9 +19,10 @@ const cases: Case[] = [
   ['redis not a URL', () => new LockClient({ redis: 'localhost:6379' }), TypeError, '"localhost:6379"'],
   ['redis with keyPrefix', () => new LockClient({ redis: new Redis({ lazyConnect: true, keyPrefix: 'app:' }) }), TypeError, '`prefix`'],
   ['redis options with keyPrefix', () => new LockClient({ redis: { keyPrefix: 'app:' } as never }), TypeError, 'keyPrefix'],
-  // A node-redis client was taken for ioredis options: relock connected to 127.0.0.1:6379 and locked there.
-  ['redis a node-redis client', () => new LockClient({ redis: createClient({ url: 'redis://127.0.0.1:1' }) as never }), TypeError, '`redis` to be a URL, ioredis options or an ioredis Redis/Cluster instance, got a node-redis client'],
-  ['redis a node-redis client among Redlock masters', () => new LockClient({ redis: ['redis://127.0.0.1:1', createClient() as never, 'redis://127.0.0.1:2'] }), TypeError, 'node-redis'],
+  // A node-redis client is a client now (issue 19); mixing URLs and clients among Redlock masters is not.
+  ['redis a node-redis client among Redlock URLs', () => new LockClient({ redis: ['redis://127.0.0.1:1', createClient(), 'redis://127.0.0.1:2'] }), TypeError, 'all URLs/options or all clients'],
+  ['redis a node-redis Cluster among Redlock masters', () => new LockClient({ redis: [createClient(), createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), createClient()] }), TypeError, 'cannot be a Cluster'],
+  ['redis a GLIDE client', () => new LockClient({ redis: new (class GlideClient {})() as never }), TypeError, 'GLIDE'],
   ['redis an instance of another class', () => new LockClient({ redis: new Map() as never }), TypeError, 'an instance of Map'],
   ['redis options with a key no ioredis option has', () => new LockClient({ redis: { hots: '10.0.0.1', port: 6380 } as never }), TypeError, '`hots`'],
   ['redis options spread from an ioredis client', () => new LockClient({ redis: { ...new Redis({ lazyConnect: true }) } as never }), TypeError, '`redis` options to hold ioredis options only'],

@@ -13,7 +13,7 @@ import { admin, closeAdmins } from './support.ts';
 let cluster: RedisCluster;
 const clients: LockClient[] = [];
 const client = () => {
-  const made = new LockClient({ redis: cluster.connect(), leaseMs: 10_000 });
+  const made = new LockClient({ redis: cluster.client(), leaseMs: 10_000 });
   made.on('error', () => undefined);
   clients.push(made);
   return made;

@@ -10,7 +10,7 @@ import { admin, calls, closeAdmins, plainSubscriptions, shardConnections } from 
 let cluster: RedisCluster;
 const clients: LockClient[] = [];
 const client = () => {
-  const made = new LockClient({ redis: cluster.connect(), leaseMs: 10_000 });
+  const made = new LockClient({ redis: cluster.client(), leaseMs: 10_000 });
   made.on('error', () => undefined);
   clients.push(made);
   return made;

@@ -10,7 +10,7 @@ let cluster: RedisCluster;
 const clients: LockClient[] = [];
 const client = () => {
   // A 20 s lease: a waiter that gets in within 5 s was woken by the release's message.
-  const made = new LockClient({ redis: cluster.connect(), leaseMs: 20_000 });
+  const made = new LockClient({ redis: cluster.client(), leaseMs: 20_000 });
   made.on('error', () => undefined);
   clients.push(made);
   return made;

@@ -12,7 +12,7 @@ import { admin, calls, closeAdmins, plainSubscriptions, shardConnections, shardS
 let cluster: RedisCluster;
 const clients: LockClient[] = [];
 const client = (options: { leaseMs?: number; replicas?: number; replicaTimeoutMs?: number } = {}) => {
-  const made = new LockClient({ redis: cluster.connect(), leaseMs: 900, ...options });
+  const made = new LockClient({ redis: cluster.client(), leaseMs: 900, ...options });
   made.on('error', () => undefined);
   clients.push(made);
   return made;

@@ -12,7 +12,7 @@ import { admin, closeAdmins, moveSlot, otherMaster, promote, shardSubscribers } 
 let cluster: RedisCluster;
 const clients: LockClient[] = [];
 const client = () => {
-  const made = new LockClient({ redis: cluster.connect(), leaseMs: 20_000 });
+  const made = new LockClient({ redis: cluster.client(), leaseMs: 20_000 });
   made.on('error', () => undefined);
   clients.push(made);
   return made;

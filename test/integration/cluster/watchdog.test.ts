@@ -52,7 +52,7 @@ describe('Watchdog on a Redis Cluster', (it) => {
   });
 
   it('keeps renewing the holds on other shards while one master is frozen, and their releases settle at once', async () => {
-    const client = new LockClient({ redis: cluster.connect(), leaseMs: LEASE_MS });
+    const client = new LockClient({ redis: cluster.client(), leaseMs: LEASE_MS });
     client.on('error', () => undefined);
     clients.push(client);
     const byMaster = await namesPerMaster(3);

@@ -26,8 +26,8 @@ async function spread(n: number): Promise<string[]> {
 describe('LockClient#multiLock on a Redis Cluster', (it) => {
   it.before(async () => {
     cluster = await startCluster();
-    a = new LockClient({ redis: cluster.connect(), leaseMs: 900 });
-    b = new LockClient({ redis: cluster.connect(), leaseMs: 900 });
+    a = new LockClient({ redis: cluster.client(), leaseMs: 900 });
+    b = new LockClient({ redis: cluster.client(), leaseMs: 900 });
   });
   it.after(async () => {
     await Promise.all([a.close(), b.close()]);

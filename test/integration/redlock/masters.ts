@@ -27,7 +27,7 @@ export async function startMasters(n: number): Promise<Masters> {
     admins,
     urls,
     client(options = {}) {
-      const client = new LockClient({ ...options, redis: urls.map((url) => redisFor(url, connections)) });
+      const client = new LockClient({ ...options, redis: urls.map((url) => redisFor(url, connections, true)) });
       client.on('error', () => undefined);
       clients.add(client);
       return client;
