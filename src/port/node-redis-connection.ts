@@ -22,6 +22,7 @@ export interface Client {
   sSubscribe(channels: string[], listener: Listener): Promise<unknown>;
   sUnsubscribe(channels: string[], listener: Listener): Promise<unknown>;
   on(event: string, listener: (...args: any[]) => void): unknown;
+  once(event: string, listener: (...args: any[]) => void): unknown;
 }
 
 /** node-redis's server errors (ErrorReply, SimpleError, BlobError): the server answered. */
@@ -196,9 +197,21 @@ export class NodeRedisSubscriber extends EventEmitter implements SubscriberConne
 
   disconnect(): void {
     this.#ended = true;
-    const client = this.#client;
-    if (client?.isOpen) client.destroy();
-    // Opened after this: closed as soon as it is.
-    else this.#opening?.then((opened) => opened.isOpen && opened.destroy(), () => undefined);
+    if (this.#client) destroyWhenSafe(this.#client);
+    // Made after this (its factory was out): #connect() refuses to connect it.
   }
+}
+
+/**
+ * Destroys `client` now, or as soon as node-redis can: a destroy() while its TCP connect is out
+ * leaves that socket open once it connects (node-redis 5 and 6), and the process would never exit.
+ * Connected or between attempts: at once; connecting: at its 'ready', or at its next failure.
+ */
+function destroyWhenSafe(client: Client): void {
+  const destroy = () => {
+    if (client.isOpen) client.destroy();
+  };
+  if (client.isReady || !client.isOpen) return destroy();
+  client.once('ready', destroy);
+  client.once('error', destroy);
 }

@@ -1,15 +1,22 @@
 // Issue 19: what relock does with a node-redis client passed in, where node-redis behaves unlike
 // ioredis: a client not open, Redis down or frozen, an offline queue switched off, a connection reset
 // while an acquire is out (node-redis fails it and never resends it), RESP3 with Buffer replies,
-// close(), and a Redlock over clients of both families. The contract suites run over node-redis in
+// close() and its races with an acquire, and a Redlock over clients of both families. The contract suites run over node-redis in
 // `npm run test:clients`.
 import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createClient, RESP_TYPES } from 'redis';
 import { LockClient, LockError } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
 
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const noop = () => undefined;
 type NodeRedis = ReturnType<typeof createClient>;
 
@@ -135,6 +142,95 @@ describe('LockClient over a node-redis client', (it) => {
     } finally {
       await down.stop();
     }
+  });
+});
+
+describe('LockClient#close over a node-redis client racing a contended acquire', (it) => {
+  let server: RedisServer;
+  it.before(async () => {
+    server = await startPrivateRedis();
+  });
+  it.after(() => server.stop());
+
+  it('opens nothing after close(): a process that closes its clients mid-acquire exits on its own', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'relock-node-redis-close-'));
+    const script = join(dir, 'close-race.mts');
+    writeFileSync(
+      script,
+      `
+import { createRequire } from 'node:module';
+import { LockClient } from ${JSON.stringify(pathToFileURL(join(root, 'src', 'index.ts')).href)};
+const { createClient } = createRequire(${JSON.stringify(join(root, 'package.json'))})('redis');
+const [url, name] = process.argv.slice(2);
+const turns = async (n) => { for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve)); };
+const redis = await createClient({ url }).connect();
+for (let n = 0; n < 16; n++) {
+  const client = new LockClient({ redis });
+  const lock = client.lock(name);
+  const acquiring = lock.acquire().catch(() => undefined);
+  await turns(n);
+  await client.close();
+  await acquiring;
+}
+await redis.close();
+console.log('done');
+`,
+    );
+    const other = new LockClient({ redis: server.url });
+    const held = await other.lock(uniqueName()).acquire();
+    const child = spawn(process.execPath, ['--import', 'tsx', script, server.url, held.name], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (data: Buffer) => (output += data));
+    child.stderr.on('data', (data: Buffer) => (output += data));
+    try {
+      const [code] = (await within(once(child, 'exit'), 8_000, 'the child process exiting on its own')) as [number | null];
+      assert.is(code, 0, output);
+      assert.match(output, /done/);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await held.release();
+      await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("rejects an acquire that close() interrupts with close()'s AbortError, at every offset 0..15 microtasks after the attempt's reply", async () => {
+    const made = new Set<NodeRedis>();
+    const redis = opened(made, server);
+    const send = redis.sendCommand.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    let onReply: (() => void) | undefined;
+    (redis as unknown as { sendCommand: typeof send }).sendCommand = (...args) =>
+      send(...args).then((reply) => {
+        if (String((args[0] as string[])[0]) === 'EVALSHA') {
+          const hook = onReply;
+          onReply = undefined;
+          hook?.();
+        }
+        return reply;
+      });
+    const other = new LockClient({ redis: server.url });
+    const held = await other.lock(uniqueName()).acquire();
+    const wrong: string[] = [];
+    try {
+      for (let offset = 0; offset <= 15; offset++) {
+        const client = new LockClient({ redis });
+        const lock = client.lock(held.name);
+        await lock.isLocked();
+        onReply = () => {
+          let chain = Promise.resolve();
+          for (let i = 0; i < offset; i++) chain = chain.then();
+          void chain.then(() => client.close());
+        };
+        const error = await within(rejects(lock.acquire()), 2_000, `acquire closed at offset ${offset}`);
+        if (!(error instanceof DOMException && error.name === 'AbortError')) wrong.push(`offset ${offset}: ${error.name} ${error.code ?? ''} ${error.message}`);
+        await client.close();
+      }
+    } finally {
+      await held.release();
+      await other.close();
+      redis.destroy();
+    }
+    assert.equal(wrong, [], 'every pending acquire rejects with the AbortError of close()');
   });
 });
 
