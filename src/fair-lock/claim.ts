@@ -80,7 +80,7 @@ export async function claim(w: FairWait, hold: Hold, grant: Grant, stop: AbortSi
     // after that keeps the lock like any holder); until its reply, the hold ends with the claim.
     // A fresh grant is the newest (a later one needs this claim to end first): its token stands.
     hold.acquired(grant.token, sentAt, Math.min(leftMs, leaseMs));
-    const confirmed = commands.confirm(w.keys, hold.owner, leaseMs).then(
+    const confirmed = hold.serially(() => commands.confirm(w.keys, hold.owner, leaseMs)).then(
       (token) => {
         if (!hold.held || hold.lost) return;
         if (token !== undefined) watchdog.leaseFrom(hold, sentAt, leaseMs);

@@ -132,6 +132,14 @@ export class Hold implements Renewable {
    * the operation at once (most holds see one release and nothing else); a second operation that
    * arrives meanwhile queues on a mutex, behind the one running.
    */
+  /**
+   * Runs `fn` in the order of this hold's calls (a release or re-entry made meanwhile waits): a fair
+   * grant's confirm, whose EVAL after a NOSCRIPT would otherwise run after a release sent meanwhile.
+   */
+  serially<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#serial(fn);
+  }
+
   #serial<T>(fn: () => Promise<T>): Promise<T> {
     if (this.#running === undefined && !this.#mutex?.isLocked()) {
       const running = fn();
@@ -237,12 +245,10 @@ export class Hold implements Renewable {
       try {
         outcome = await this.#scripts.release(this, believed, whole);
       } catch (error) {
-        // A hold already signalled lost is not held, whether or not its release reached Redis (its
-        // key ends with its lease there): said as such, with the failure as the cause. (ioredis
-        // resends a release cut by a reset connection and hears "gone"; node-redis fails it.)
+        // A hold signalled lost is not held, reached or not (its key ends with its lease): said so,
+        // the failure as the cause (ioredis resends a cut release and hears "gone"; node-redis fails it).
         if (!lostBefore || !isUnreachable(error)) throw error;
-        this.#count = 0;
-        this.#held = false;
+        [this.#count, this.#held] = [0, false];
         watchdog.delete(this);
         throw this.notHeld(error);
       }

@@ -3,7 +3,7 @@
 // also use kill() and restart() (test/helpers/redis.ts).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -67,10 +67,19 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** True when the server at `target` (a URL, or host and port) answers PING. */
+/**
+ * True when the server at `target` (a URL, or host and port) answers PING: through ioredis when it
+ * is installed (TLS, credentials in `extra` or the URL), else over a plain TCP connection (a project
+ * with node-redis alone).
+ */
 export async function ping(target: string | { host: string; port: number }, extra: Record<string, unknown> = {}): Promise<boolean> {
+  let Redis: ReturnType<typeof ioredis>['Redis'];
+  try {
+    ({ Redis } = ioredis());
+  } catch {
+    return plainPing(typeof target === 'string' ? { host: new URL(target).hostname, port: Number(new URL(target).port || 6379) } : target);
+  }
   const options = { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000, ...extra };
-  const { Redis } = ioredis();
   const probe = typeof target === 'string' ? new Redis(target, options) : new Redis({ ...target, ...options });
   probe.on('error', () => undefined);
   try {
@@ -81,6 +90,25 @@ export async function ping(target: string | { host: string; port: number }, extr
   } finally {
     probe.disconnect();
   }
+}
+
+/** PING over a plain TCP connection: true on +PONG within 2 s. */
+function plainPing(target: { host: string; port: number }): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(target);
+    let reply = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(2_000, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => {
+      reply += data.toString();
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+  });
 }
 
 /** The server exited before it answered PING (e.g. its port was taken meanwhile). */

@@ -51,8 +51,10 @@ describe('built package', (it) => {
 // so that nothing resolves up to the repository's own ioredis), its dependencies and node-redis linked.
 const nodeRedisProgram = (load: string) => `
   const { LockClient } = ${load};
+  const { startRedis } = ${load.replace("'relock'", "'relock/testing'")};
   const { createClient } = require('redis');
-  const redis = await createClient({ url: process.env.REDIS_URL }).connect();
+  const server = await startRedis(); // REDIS_URL, checked with a plain PING
+  const redis = await createClient({ url: server.url }).connect();
   const client = new LockClient({ redis });
   const lease = await client.lock('package-node-redis').acquire({ waitMs: 1000 });
   const waiting = client.lock('package-node-redis').acquire({ waitMs: 5000 });
@@ -65,6 +67,7 @@ const nodeRedisProgram = (load: string) => `
   let ioredis = 'absent';
   try { require.resolve('ioredis'); ioredis = 'present'; } catch {}
   await redis.close();
+  await server.stop();
   console.log(ioredis, leftOpen, missing instanceof TypeError, /ioredis/.test(missing.message));
 `;
 
@@ -91,7 +94,7 @@ describe('the package with node-redis and without ioredis', (it) => {
   });
 
   for (const format of ['CommonJS', 'ESM'] as const) {
-    it(`locks and wakes over a node-redis client through the ${format} bundle, and says a URL needs ioredis`, async () => {
+    it(`locks and wakes over a node-redis client through the ${format} bundle (relock/testing too), and says a URL needs ioredis`, async () => {
       const load = format === 'CommonJS' ? "require('relock')" : "await import('relock')";
       const code = format === 'CommonJS' ? `(async () => { ${nodeRedisProgram(load)} })()` : `import { createRequire } from 'node:module'; const require = createRequire(process.cwd() + '/');\n${nodeRedisProgram(load)}`;
       const { stdout } = await promisify(execFile)(process.execPath, format === 'CommonJS' ? ['-e', code] : ['--input-type=module', '-e', code], {

@@ -133,3 +133,36 @@ describe('LockClient#fairLock heartbeat after NOSCRIPT', (it) => {
     }
   });
 });
+
+describe('LockClient#fairLock grant confirm after NOSCRIPT', (it) => {
+  const s = setup(it);
+
+  it("runs the confirm before the grantee's own release, even when its EVALSHA is answered NOSCRIPT", async () => {
+    const name = uniqueName('fair');
+    const monitor = await s.f.admin.duplicate().monitor();
+    const order: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (!args.some((arg) => arg.includes(name))) return;
+      // MONITOR shows a script's source escaped: its header names it.
+      if (args[0]?.toLowerCase() === 'eval' && args[1]?.includes('Confirms a grant')) order.push('confirm by EVAL');
+      if (args[0]?.toLowerCase() === 'evalsha' && args[1] === lua.release.sha1) order.push('release');
+    });
+    try {
+      const held = await s.client.fairLock(name).acquire();
+      const waiting = s.other.fairLock(name).acquire();
+      await queued(s.f.admin, name, 1);
+      // The cache loses the confirm script, not the release: the grantee's confirm is answered
+      // NOSCRIPT and goes out again as EVAL, while the release it makes at once is known.
+      await s.f.admin.script('FLUSH');
+      await s.f.admin.script('LOAD', lua.release.source);
+      await held.release();
+      const lease = await within(waiting, 3_000, 'the grantee');
+      await lease.release();
+      assert.not.ok(lease.signal.aborted, `the grantee's lease was not lost (${String(lease.signal.reason)})`);
+      await eventually(() => order.length >= 3, 'both releases and the confirm seen by MONITOR');
+      assert.equal(order, ['release', 'confirm by EVAL', 'release'], "the confirm runs before the grantee's release");
+    } finally {
+      monitor.disconnect();
+    }
+  });
+});
