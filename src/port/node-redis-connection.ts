@@ -66,6 +66,72 @@ export function within<T>(promise: Promise<T>, ms: number, what: string, failed?
   });
 }
 
+/** A command out: settled by its reply, or rejected once its deadline passed. */
+interface Pending {
+  readonly at: number;
+  readonly what: string;
+  readonly reject: (error: unknown) => void;
+  done: boolean;
+}
+
+/**
+ * Answer deadlines of one connection's commands, all `ms` long: a queue in the order they were sent
+ * (so the oldest ends first) and one timer for its head, instead of a timer per command (the
+ * uncontended path sends two commands per acquire+release).
+ */
+export class Deadlines {
+  readonly #ms: number;
+  readonly #queue: Pending[] = [];
+  #head = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(ms: number) {
+    this.#ms = ms;
+  }
+
+  /** `promise`, or a rejection once `ms` passed; failures (as the port reports them) reach `failed` first. */
+  track<T>(promise: Promise<T>, what: string, failed: (error: unknown) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const pending: Pending = { at: performance.now() + this.#ms, what, reject: (error) => (failed(error), reject(error)), done: false };
+      this.#queue.push(pending);
+      this.#timer ??= setTimeout(() => this.#expire(), this.#ms).unref();
+      promise.then(
+        (value) => {
+          pending.done = true;
+          resolve(value);
+        },
+        (error: unknown) => {
+          pending.done = true;
+          pending.reject(portError(error));
+        },
+      );
+    });
+  }
+
+  #expire(): void {
+    this.#timer = undefined;
+    const now = performance.now();
+    for (; this.#head < this.#queue.length; this.#head++) {
+      const pending = this.#queue[this.#head]!;
+      if (pending.done) continue;
+      if (pending.at > now) break;
+      pending.done = true;
+      pending.reject(new Error(`${pending.what}: no answer within ${this.#ms} ms`));
+    }
+    // Settled ones are dropped in bulk, not one shift() per command.
+    if (this.#head > 64 && this.#head * 2 > this.#queue.length) {
+      this.#queue.splice(0, this.#head);
+      this.#head = 0;
+    }
+    const next = this.#queue.slice(this.#head).find((pending) => !pending.done);
+    if (next) this.#timer = setTimeout(() => this.#expire(), Math.max(1, next.at - now)).unref();
+    else {
+      this.#queue.length = 0;
+      this.#head = 0;
+    }
+  }
+}
+
 /** How long a subscriber's (re)connection and SUBSCRIBE may take before relock hears a failure. */
 const SUBSCRIBE_MS = 5_000;
 

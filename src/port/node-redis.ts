@@ -4,7 +4,7 @@
 // never resent (so a drop never runs a script twice), and a command has no answer deadline (so the
 // adapter gives each one its own, as relock's ioredis connections have `commandTimeout`).
 import type { NodeRedisClient, NodeRedisCluster } from '../options.ts';
-import { NodeRedisSubscriber, within, type Client } from './node-redis-connection.ts';
+import { Deadlines, NodeRedisSubscriber, within, type Client } from './node-redis-connection.ts';
 import type { RedisPort, Topology } from './port.ts';
 
 /** How long a command may go unanswered once sent, as relock's own ioredis connections allow. */
@@ -65,6 +65,10 @@ interface Watch {
   dropped: boolean;
   /** The last connection failure of a command relock sent. */
   lastError: Error | undefined;
+  /** The answer deadlines of the commands relock sent on it. */
+  readonly deadlines: Deadlines;
+  /** Records a command's failure (a connection failure as `lastError`). */
+  readonly failed: (error: unknown) => void;
 }
 
 const watches = new WeakMap<object, Watch>();
@@ -73,7 +77,14 @@ const watches = new WeakMap<object, Watch>();
 function watchOf(client: { on(event: string, listener: () => void): unknown }, listen: boolean): Watch {
   let watch = watches.get(client);
   if (!watch) {
-    const created: Watch = { dropped: false, lastError: undefined };
+    const created: Watch = {
+      dropped: false,
+      lastError: undefined,
+      deadlines: new Deadlines(ANSWER_MS),
+      failed: (error) => {
+        if (error instanceof Error && error.name !== 'ReplyError') created.lastError = error;
+      },
+    };
     if (listen) {
       client.on('reconnecting', () => (created.dropped = true));
       client.on('ready', () => (created.dropped = false));
@@ -83,15 +94,17 @@ function watchOf(client: { on(event: string, listener: () => void): unknown }, l
   return watch;
 }
 
+/** Replies as RESP2 gives them, sent at once by a connected client. */
+const READY = Object.freeze({ typeMapping: TYPE_MAPPING });
+/** ... or dropped by node-redis when not sent within OFFLINE_MS (the client is down). */
+const OFFLINE = Object.freeze({ typeMapping: TYPE_MAPPING, timeout: OFFLINE_MS });
+
 /**
- * One command with relock's deadlines: `OFFLINE_MS` to be sent (node-redis drops a command it has not
- * sent by then) when the connection is down, `ANSWER_MS` to be answered.
+ * One command with relock's deadlines: `OFFLINE_MS` to be sent when the connection is down
+ * (node-redis drops a command it has not sent by then), `ANSWER_MS` to be answered.
  */
 function sent(ready: boolean, send: (options: object) => Promise<unknown>, what: string, watch: Watch): Promise<unknown> {
-  const options = { typeMapping: TYPE_MAPPING, timeout: ready ? ANSWER_MS : OFFLINE_MS };
-  return within(send(options), ANSWER_MS, what, (error) => {
-    if (error instanceof Error && error.name !== 'ReplyError') watch.lastError = error;
-  });
+  return watch.deadlines.track(send(ready ? READY : OFFLINE), what, watch.failed);
 }
 
 /** The message for a client passed in that is not open: relock neither opens nor closes a client it is given. */
