@@ -11,7 +11,8 @@ const run = promisify(execFile);
 const checkLinks = join(root, 'scripts', 'check-links.mjs');
 
 // A user's project: an empty folder with the packed tarball unpacked as node_modules/relock, and
-// relock's dependencies linked from this repository (installing them would need the registry).
+// relock's dependencies and ioredis (`npm i relock ioredis`, as the README says: an optional peer)
+// linked from this repository (installing them would need the registry).
 describe('relock/testing, from the packed tarball installed into an empty project', (it) => {
   let dir: string;
   let project: string;
@@ -26,7 +27,7 @@ describe('relock/testing, from the packed tarball installed into an empty projec
     await run('tar', ['-xzf', tarball, '-C', modules]);
     renameSync(join(modules, 'package'), join(modules, 'relock'));
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
-    for (const name of [...Object.keys(pkg.dependencies), '@types/node']) {
+    for (const name of [...Object.keys(pkg.dependencies), 'ioredis', '@types/node']) {
       mkdirSync(join(modules, name, '..'), { recursive: true });
       symlinkSync(join(root, 'node_modules', name), join(modules, name), 'dir');
     }
