@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { LockClient, LockError, type LockClientOptions, type LockErrorCode } from '../../src/index.ts';
 import { createRelockUser } from '../helpers/acl.ts';
+import { closeAtEveryOffset, hookReplies } from '../helpers/close-race.ts';
 import { describe, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { setup, sleep } from '../helpers/fixture.ts';
 import { startProxy } from '../helpers/proxy.ts';
@@ -474,31 +475,11 @@ console.log('done');
 
   it("rejects an acquire that close() interrupts with close()'s AbortError, at every offset 0..15 microtasks after the attempt's reply", async () => {
     const redis = s.f.server.connect();
-    const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
-    let onReply: (() => void) | undefined;
-    (redis as unknown as { evalsha: typeof evalsha }).evalsha = (...args) =>
-      evalsha(...args).then((reply) => {
-        const hook = onReply;
-        onReply = undefined;
-        hook?.();
-        return reply;
-      });
+    const nextReply = hookReplies(redis, 'evalsha');
     const held = await s.other.lock(uniqueName()).acquire();
-    const wrong: string[] = [];
+    let wrong: string[];
     try {
-      for (let offset = 0; offset <= 15; offset++) {
-        const client = new LockClient({ redis });
-        const lock = client.lock(held.name);
-        await lock.isLocked();
-        onReply = () => {
-          let chain = Promise.resolve();
-          for (let i = 0; i < offset; i++) chain = chain.then();
-          void chain.then(() => client.close());
-        };
-        const error = await within(rejects(lock.acquire()), 2_000, `acquire closed at offset ${offset}`);
-        if (!(error instanceof DOMException && error.name === 'AbortError')) wrong.push(`offset ${offset}: ${error.name} ${error.code ?? ''} ${error.message}`);
-        await client.close();
-      }
+      wrong = await closeAtEveryOffset(() => new LockClient({ redis }), held.name, nextReply);
     } finally {
       await held.release();
     }

@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createClient, RESP_TYPES } from 'redis';
 import { LockClient, LockError } from '../../src/index.ts';
+import { closeAtEveryOffset, hookReplies } from '../helpers/close-race.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { startProxy } from '../helpers/proxy.ts';
 import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
@@ -197,34 +198,12 @@ console.log('done');
   it("rejects an acquire that close() interrupts with close()'s AbortError, at every offset 0..15 microtasks after the attempt's reply", async () => {
     const made = new Set<NodeRedis>();
     const redis = opened(made, server);
-    const send = redis.sendCommand.bind(redis) as (...args: unknown[]) => Promise<unknown>;
-    let onReply: (() => void) | undefined;
-    (redis as unknown as { sendCommand: typeof send }).sendCommand = (...args) =>
-      send(...args).then((reply) => {
-        if (String((args[0] as string[])[0]) === 'EVALSHA') {
-          const hook = onReply;
-          onReply = undefined;
-          hook?.();
-        }
-        return reply;
-      });
+    const nextReply = hookReplies(redis, 'sendCommand', (args) => String((args[0] as string[])[0]) === 'EVALSHA');
     const other = new LockClient({ redis: server.url });
     const held = await other.lock(uniqueName()).acquire();
-    const wrong: string[] = [];
+    let wrong: string[];
     try {
-      for (let offset = 0; offset <= 15; offset++) {
-        const client = new LockClient({ redis });
-        const lock = client.lock(held.name);
-        await lock.isLocked();
-        onReply = () => {
-          let chain = Promise.resolve();
-          for (let i = 0; i < offset; i++) chain = chain.then();
-          void chain.then(() => client.close());
-        };
-        const error = await within(rejects(lock.acquire()), 2_000, `acquire closed at offset ${offset}`);
-        if (!(error instanceof DOMException && error.name === 'AbortError')) wrong.push(`offset ${offset}: ${error.name} ${error.code ?? ''} ${error.message}`);
-        await client.close();
-      }
+      wrong = await closeAtEveryOffset(() => new LockClient({ redis }), held.name, nextReply);
     } finally {
       await held.release();
       await other.close();
