@@ -6,14 +6,14 @@ import { portOf } from './port/clients.ts';
 import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
-import type { AnyRedisClient, LockClientOptions, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
+import type { AnyRedisClient, Layout, LockClientOptions, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
 import { checkServers } from './topology/quorum-servers.ts';
 import { createRedlock } from './topology/quorum-setup.ts';
 import { Runtime } from './runtime/runtime.ts';
 import type { Backend } from './topology/backend.ts';
 import { quorumBackend } from './topology/quorum-backend.ts';
 import { singleBackend } from './topology/single.ts';
-import { checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
+import { checkLayout, checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
  * The events of a LockClient.
@@ -49,8 +49,10 @@ export interface LockClientEvents {
 export class LockClient extends EventEmitter<LockClientEvents> {
   /** A random, unguessable id (UUID) for this client; the first half of every owner field it writes. */
   readonly id: string = randomUUID();
-  /** The key namespace. */
+  /** The key namespace (unused in the Redisson layout, whose keys have none). */
   readonly prefix: string;
+  /** The key layout: relock's own, or Redisson's (docs/redisson.md). */
+  readonly layout: Layout;
   /** The watchdog lease in milliseconds. */
   readonly leaseMs: number;
 
@@ -66,13 +68,15 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   constructor(options?: LockClientOptions) {
     super();
-    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'leaseMs', 'fenceTtlMs', 'replicas', 'replicaTimeoutMs']);
+    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'layout', 'leaseMs', 'fenceTtlMs', 'replicas', 'replicaTimeoutMs']);
+    this.layout = checkLayout(o);
     const servers = Array.isArray(o.redis) ? checkServers(o.redis) : undefined;
     const redis = servers ? undefined : checkRedis(o.redis);
     this.prefix = checkPrefix(o.prefix);
     this.leaseMs = checkMs('leaseMs', o.leaseMs, MIN_WATCHDOG_LEASE_MS) ?? DEFAULTS.leaseMs;
-    // Not a timer: a fence key may outlive its last acquisition by up to a year.
-    const fenceTtlMs = checkMs('fenceTtlMs', o.fenceTtlMs, 1, 366 * 24 * 3_600_000) ?? DEFAULTS.fenceTtlMs;
+    // Not a timer: a fence key may outlive its last acquisition by up to a year. Redisson's token key
+    // never expires: 0 tells the scripts so.
+    const fenceTtlMs = this.layout === 'redisson' ? 0 : (checkMs('fenceTtlMs', o.fenceTtlMs, 1, 366 * 24 * 3_600_000) ?? DEFAULTS.fenceTtlMs);
     const replicas = checkReplicas(o.replicas);
     const replicaTimeoutMs = checkMs('replicaTimeoutMs', o.replicaTimeoutMs, 1, 60_000);
     if (servers && replicas > 0) throw new TypeError('Expected `replicas` only with one Redis server or a Cluster: a Redlock client (redis given as an array) has no replica sync');
@@ -102,8 +106,9 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       events: this as EventEmitter,
       replicas,
       replicaTimeoutMs,
+      numberedOwners: this.layout === 'redisson',
     });
-    this.#backend = singleBackend(this.#runtime);
+    this.#backend = singleBackend(this.#runtime, this.layout);
   }
 
   /**

@@ -14,6 +14,7 @@ export type {
   AcquireOptions,
   AnyRedisClient,
   LatchWaitOptions,
+  Layout,
   LockClientOptions,
   NodeRedisClient,
   NodeRedisCluster,

@@ -91,6 +91,12 @@ export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster;
 export type RedisConnectionOptions = Omit<RedisOptions, 'keyPrefix'> & { readonly keyPrefix?: never };
 
 /**
+ * A key layout: `'relock'` (relock's own, under `prefix`) or `'redisson'` (Redisson's, shared with
+ * Java services; docs/redisson.md).
+ */
+export type Layout = 'relock' | 'redisson';
+
+/**
  * Options of `new LockClient(options)`. Unknown keys are refused with a `TypeError`.
  *
  * @example
@@ -113,10 +119,20 @@ export interface LockClientOptions {
    */
   redis?: string | AnyRedisClient | RedisConnectionOptions | readonly (string | AnyRedisClient | RedisConnectionOptions)[] | undefined;
   /**
-   * Namespace of every key and channel relock writes: `<prefix>:{<name>}`.
+   * Namespace of every key and channel relock writes: `<prefix>:{<name>}`. Not with
+   * `layout: 'redisson'` (Redisson's keys have no prefix).
    * @default 'relock'
    */
   prefix?: string | undefined;
+  /**
+   * How locks are written in Redis. `'redisson'`: keys, fields, channels, messages and renewal as
+   * Redisson (Java) writes them, so that a Node process and a Java process locking one name exclude
+   * and wake each other (docs/redisson.md): the lock key is the bare name and fencing tokens come from
+   * Redisson's `redisson_lock_token:{<name>}`. Kinds and options that cannot interoperate are refused
+   * there, before any I/O.
+   * @default 'relock'
+   */
+  layout?: Layout | undefined;
   /**
    * Lease, in milliseconds, of a hold acquired without `leaseMs`: the watchdog renews it every
    * `leaseMs / 3` for as long as it is held, so this is how long a crashed holder blocks others.
@@ -126,7 +142,8 @@ export interface LockClientOptions {
   /**
    * How long, in milliseconds, a lock's fencing-token key outlives its last acquisition. Tokens keep
    * increasing after it expires (they are floored at Redis TIME in microseconds); while it lives they
-   * keep increasing even if the Redis clock steps back.
+   * keep increasing even if the Redis clock steps back. Not with `layout: 'redisson'`, whose token key
+   * is Redisson's counter and never expires.
    * @default 3600000 (one hour)
    */
   fenceTtlMs?: number | undefined;

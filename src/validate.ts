@@ -1,5 +1,5 @@
 // The check* functions: every argument is validated here, before any I/O, with a message naming it.
-import type { AnyRedisClient, RedisConnectionOptions } from './options.ts';
+import type { AnyRedisClient, Layout, RedisConnectionOptions } from './options.ts';
 import { isClient, isIoredisClient } from './port/clients.ts';
 
 /** The largest delay a Node timer can hold (2^31 - 1 ms, about 24.8 days). */
@@ -137,6 +137,24 @@ export function checkPrefix(prefix: unknown): string {
     expected('prefix', `a non-empty string of at most ${MAX_NAME_BYTES} bytes`, prefix, RangeError);
   }
   return prefix;
+}
+
+/**
+ * The layout option, and the options that cannot go with Redisson's: `prefix` (its keys have none),
+ * `fenceTtlMs` (its token key never expires), several servers (Redlock).
+ */
+export function checkLayout(o: { layout?: unknown; prefix?: unknown; fenceTtlMs?: unknown; redis?: unknown }): Layout {
+  if (o.layout === undefined || o.layout === 'relock') return 'relock';
+  if (o.layout !== 'redisson') expected('layout', "'relock' or 'redisson'", o.layout, TypeError);
+  const refused = (option: string, why: string) => new TypeError(`Expected no \`${option}\` with \`layout: 'redisson'\`: ${why} (docs/redisson.md)`);
+  if (o.prefix !== undefined) throw refused('prefix', "Redisson's lock key is the bare name, with no prefix");
+  if (o.fenceTtlMs !== undefined) throw refused('fenceTtlMs', "the fencing tokens come from Redisson's token key, which never expires");
+  if (Array.isArray(o.redis)) {
+    throw new TypeError(
+      "Expected `redis` to be one server or a Cluster with `layout: 'redisson'`, got an array (a Redlock client): Redisson's RedLock is deprecated and keeps no quorum relock could share (docs/redisson.md)",
+    );
+  }
+  return 'redisson';
 }
 
 /** The redis option: a client, a URL or connection options; never one with ioredis keyPrefix. */

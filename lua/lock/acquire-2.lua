@@ -6,7 +6,8 @@
     KEYS[2] fence key: string, the last fencing token issued for this lock
     ARGV[1] owner field: "<clientId>:<contextId>", new for every attempt
     ARGV[2] lease in milliseconds: the PEXPIRE of the lock key
-    ARGV[3] time to live of the fence key in milliseconds (at least the lease)
+    ARGV[3] time to live of the fence key in milliseconds (at least the lease); 0: a counter
+            without expiry (the Redisson layout: RFencedLock's token key)
 
   Output: one value (no array: the cheapest reply to parse)
     token       acquired; token is the new fencing token: max(last + 1, Redis TIME

@@ -57,20 +57,35 @@ export class HashLockReads {
   }
 }
 
+/** What a lock's release and force release publish on its channel (its waiters wake on any message). */
+export interface LockMessages {
+  readonly release: string;
+  readonly force: string;
+}
+
+const RELOCK_MESSAGES: LockMessages = { release: 'release', force: 'force' };
+/** Redisson parses every message on a lock channel as a 64-bit integer: an unlock is `0`, a force unlock too. */
+export const REDISSON_MESSAGES: LockMessages = { release: '0', force: '0' };
+
 /** The lock's commands on one server or a Cluster. */
 export class LockCommands extends HashLockReads implements LockTopology {
   readonly #runner: ScriptRunner;
   readonly #publish: string;
   readonly #leaseMs: number;
   readonly #fenceTtlMs: number;
+  readonly #messages: LockMessages;
 
-  /** `leaseMs`, `fenceTtlMs`: the client's (a key without expiry is tried again after its lease). */
-  constructor(runner: ScriptRunner, publish: string, leaseMs: number, fenceTtlMs: number) {
+  /**
+   * `leaseMs`, `fenceTtlMs`: the client's (a key without expiry is tried again after its lease;
+   * fenceTtlMs 0 is the Redisson layout's token counter); `messages`: what releases publish.
+   */
+  constructor(runner: ScriptRunner, publish: string, leaseMs: number, fenceTtlMs: number, messages: LockMessages = RELOCK_MESSAGES) {
     super(runner);
     this.#runner = runner;
     this.#publish = publish;
     this.#leaseMs = leaseMs;
     this.#fenceTtlMs = fenceTtlMs;
+    this.#messages = messages;
   }
 
   attempts(keys: LockKeys, _name: string, _waitMs: number, leaseMs: number): (owner: string) => Promise<TakeOutcome> {
@@ -85,7 +100,7 @@ export class LockCommands extends HashLockReads implements LockTopology {
   acquire(keys: LockKeys, owner: string, leaseMs: number, fenceTtlMs: number): Promise<AcquireOutcome> {
     // A negative integer encodes "busy": -1 (no expiry) or -2 - pttl.
     return this.#runner
-      .run(acquire, [keys.lock, keys.fence], [owner, leaseMs, Math.max(fenceTtlMs, leaseMs)])
+      .run(acquire, [keys.lock, keys.fence], [owner, leaseMs, fenceTtlMs === 0 ? 0 : Math.max(fenceTtlMs, leaseMs)])
       .then((reply) => (typeof reply === 'number' && reply < 0 ? { kind: 'busy', pttlMs: reply === -1 ? -1 : -2 - reply } : { kind: 'acquired', token: toToken(reply, keys.fence) }));
   }
 
@@ -94,7 +109,7 @@ export class LockCommands extends HashLockReads implements LockTopology {
   }
 
   release(keys: LockKeys, owner: string, believed: number, whole: boolean): Promise<ReleaseOutcome> {
-    return this.#runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, this.#publish, 'release']);
+    return this.#runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, this.#publish, this.#messages.release]);
   }
 
   /** One flag per hold, in order: true where the owner still held the lock and its lease was renewed. */
@@ -107,6 +122,6 @@ export class LockCommands extends HashLockReads implements LockTopology {
   }
 
   forceRelease(keys: LockKeys): Promise<boolean> {
-    return this.#runner.run(forceRelease, [keys.lock, keys.channel], [this.#publish, 'force']);
+    return this.#runner.run(forceRelease, [keys.lock, keys.channel], [this.#publish, this.#messages.force]);
   }
 }

@@ -9,8 +9,9 @@ import { Hold, type HoldScripts, type ReenterOutcome, type ReleaseOutcome } from
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { Renewable, Renewer } from '../runtime/renewable.ts';
-import { LockCommands } from './commands.ts';
-import { lockKeys, type LockKeys } from './keys.ts';
+import type { Layout } from '../options.ts';
+import { LockCommands, REDISSON_MESSAGES } from './commands.ts';
+import { lockKeys, redissonLockKeys, type LockKeys } from './keys.ts';
 
 /**
  * The lock's commands on its topology: `LockCommands` on one server or a Cluster, `QuorumLock`
@@ -34,12 +35,21 @@ export interface LockShared {
   readonly runtime: Runtime;
   readonly commands: LockTopology;
   readonly renewer: Renewer;
+  /** The keys of a name, in the client's layout. */
+  readonly keys: (prefix: string, name: string) => LockKeys;
 }
 
-export function createLockShared(runtime: Runtime): LockShared {
-  const commands = new LockCommands(runtime.runner, runtime.publish, runtime.leaseMs, runtime.fenceTtlMs);
-  // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
-  return { runtime, commands, renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 } };
+/** The lock's shared state on one server or a Cluster, in relock's layout or Redisson's (RLock, RFencedLock). */
+export function createLockShared(runtime: Runtime, layout: Layout = 'relock'): LockShared {
+  const redisson = layout === 'redisson';
+  const commands = new LockCommands(runtime.runner, runtime.publish, runtime.leaseMs, runtime.fenceTtlMs, redisson ? REDISSON_MESSAGES : undefined);
+  return {
+    runtime,
+    commands,
+    // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
+    renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 },
+    keys: redisson ? (_prefix, name) => redissonLockKeys(name) : lockKeys,
+  };
 }
 
 /** The reentrant lock, on any topology: its commands decide each attempt. */
@@ -49,7 +59,7 @@ export class LockImpl extends LockBase<LockKeys> {
   readonly #scripts: HoldScripts;
 
   constructor(shared: LockShared, prefix: string, name: string) {
-    const keys = lockKeys(prefix, name);
+    const keys = shared.keys(prefix, name);
     super(shared.runtime, 'lock', name, keys, shared.commands);
     this.#shared = shared;
     this.#keys = keys;

@@ -7,7 +7,7 @@ import type { Renewable } from '../runtime/renewable.ts';
 import { splitRetryMs } from '../topology/quorum.ts';
 import { answeredError, driftMs, noQuorum } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
-import type { LockKeys } from './keys.ts';
+import { lockKeys, type LockKeys } from './keys.ts';
 import type { TakeOutcome } from '../runtime/attempt.ts';
 import type { LockShared, LockTopology } from './lock.ts';
 import type { AcquireResult } from './quorum-commands.ts';
@@ -170,5 +170,5 @@ function retryAfter(busyPttls: readonly number[], needed: number, leaseMs: numbe
 
 /** The lock's shared state on a Redlock client: lock.ts's lock over the quorum's commands. */
 export function createQuorumLockShared(redlock: RedlockShared): LockShared {
-  return { runtime: redlock.runtime, commands: new QuorumLock(redlock), renewer: redlock.renewer };
+  return { runtime: redlock.runtime, commands: new QuorumLock(redlock), renewer: redlock.renewer, keys: lockKeys };
 }

@@ -1,6 +1,5 @@
 // One owner's hold on one lock, shared by the leases of its nested acquisitions: its state, and the
 // transitions that change it (acquired, re-entered, released one level or whole, lost).
-import { randomUUID } from 'node:crypto';
 import { Mutex } from 'async-mutex';
 import { diagnostics, type LostMessage } from '../diagnostics.ts';
 import { LockError, LockLostError, LockNotHeldError } from '../errors.ts';
@@ -41,7 +40,7 @@ export interface HoldInit {
   readonly scripts: HoldScripts;
   /** Kept alive by the watchdog (true) or a fixed lease (false). */
   readonly renewable: boolean;
-  /** The owner id; a fresh one (`clientId:uuid`) when absent. */
+  /** The owner id; a fresh one (`runtime.newOwner()`) when absent. */
   readonly owner?: string;
 }
 
@@ -71,7 +70,7 @@ export class Hold implements Renewable {
     this.key = init.key;
     this.renewer = init.renewer;
     this.renewable = init.renewable;
-    this.owner = init.owner ?? `${runtime.clientId}:${randomUUID()}`;
+    this.owner = init.owner ?? runtime.newOwner();
   }
 
   /** Whether the first acquisition went through and the hold is not lost or released. */

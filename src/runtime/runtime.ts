@@ -1,6 +1,7 @@
 // The runtime a primitive gets from its client: the script runner, the waiting room (with the
 // subscriber behind it), the watchdog, the async context, and the client's lifecycle. A primitive
 // reaches Redis only through it.
+import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
 import { LockError, type LockLostError } from '../errors.ts';
@@ -34,6 +35,11 @@ export interface RuntimeOptions {
   /** Redlock: every master's command connection and host:port, each checked for its eviction policy (default: `redis` alone). */
   readonly servers?: readonly { readonly port: RedisPort; readonly label: string }[] | undefined;
   readonly clock?: Clock | undefined;
+  /**
+   * Owner fields `<clientId>:<n>`, n a decimal counter (the shape of Redisson's `<uuid>:<threadId>`),
+   * instead of `<clientId>:<uuid>`. @default false
+   */
+  readonly numberedOwners?: boolean | undefined;
 }
 
 /**
@@ -78,11 +84,14 @@ export class Runtime {
   readonly #subscriber: Subscriber;
   #used = false;
   #warnedSelfWait = false;
+  /** The last owner number given, with numberedOwners; undefined: random owners. */
+  #owners: number | undefined;
 
   constructor(options: RuntimeOptions) {
     this.clientId = options.clientId;
     this.leaseMs = options.leaseMs;
     this.fenceTtlMs = options.fenceTtlMs;
+    this.#owners = options.numberedOwners ? 0 : undefined;
     const { port } = options;
     this.#servers = options.servers ?? [{ port }];
     this.quorum = this.#servers.length > 1;
@@ -113,6 +122,11 @@ export class Runtime {
       clock: options.clock ?? systemClock,
       slotOf: this.cluster ? keySlot : undefined,
     });
+  }
+
+  /** A new owner field, never given before by this client: `<clientId>:<uuid>`, or `<clientId>:<n>`. */
+  newOwner(): string {
+    return this.#owners === undefined ? `${this.clientId}:${randomUUID()}` : `${this.clientId}:${++this.#owners}`;
   }
 
   /**

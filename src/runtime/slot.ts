@@ -41,3 +41,11 @@ export function tagged(prefix: string, name: string): string {
   if (!name.startsWith('}')) return `${prefix}:{${name}}`;
   return `${prefix}:}{${name.replaceAll('}', '%7D')}}${name}}`;
 }
+
+/**
+ * Redisson's name of a side key or channel of `name`: `<prefix>:{<name>}`, or `<prefix>:<name>` when
+ * the name has a `{` already (then its own tag, if any, decides the slot, as in Redisson).
+ */
+export function redissonPrefixed(prefix: string, name: string): string {
+  return name.includes('{') ? `${prefix}:${name}` : `${prefix}:{${name}}`;
+}

@@ -8,9 +8,13 @@ import type { Runtime } from '../runtime/runtime.ts';
 import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
 import { createRwShared } from '../rw-lock/shared.ts';
 import { createSemaphoreShared, SemaphoreImpl } from '../semaphore/semaphore.ts';
+import type { Layout } from '../options.ts';
+import { keySlot } from '../runtime/slot.ts';
+import { LockError } from '../errors.ts';
 import { once, type Backend } from './backend.ts';
 
-export function singleBackend(runtime: Runtime): Backend {
+export function singleBackend(runtime: Runtime, layout: Layout = 'relock'): Backend {
+  if (layout === 'redisson') return redissonBackend(runtime);
   const lock = createLockShared(runtime);
   const fair = once(() => createFairShared(runtime));
   const semaphore = once(() => createSemaphoreShared(runtime));
@@ -22,5 +26,33 @@ export function singleBackend(runtime: Runtime): Backend {
     semaphore: (prefix, name, options) => new SemaphoreImpl(semaphore(), prefix, name, options),
     readWriteLock: (prefix, name) => new ReadWriteLockImpl(rw(), prefix, name),
     countDownLatch: (prefix, name) => new CountDownLatchImpl(latch(), prefix, name),
+  };
+}
+
+/** A kind the Redisson layout does not offer: refused before any I/O, with the reason. */
+function unsupported(kind: string, why: string): never {
+  throw new LockError(`${kind} is not offered with \`layout: 'redisson'\`: ${why} (docs/redisson.md)`, { code: 'ERR_LOCK_UNSUPPORTED' });
+}
+
+/**
+ * The kinds in Redisson's layout (docs/redisson.md): the lock over RLock's and RFencedLock's keys. On
+ * a Cluster a name whose keys Redisson would spread over several slots is refused (no script could
+ * take it).
+ */
+function redissonBackend(runtime: Runtime): Backend {
+  const lock = createLockShared(runtime, 'redisson');
+  const later = 'relock does not share it with Redisson yet';
+  return {
+    lock: (prefix, name) => {
+      const keys = lock.keys(prefix, name);
+      if (runtime.cluster && new Set([keys.lock, keys.fence, keys.channel].map(keySlot)).size > 1) {
+        throw new TypeError(`Expected \`name\` whose Redisson keys share one Cluster slot, got "${name}": its braces put "${keys.lock}" and "${keys.fence}" in different slots`);
+      }
+      return new LockImpl(lock, prefix, name);
+    },
+    fairLock: () => unsupported('fairLock()', later),
+    semaphore: () => unsupported('semaphore()', later),
+    readWriteLock: () => unsupported('readWriteLock()', later),
+    countDownLatch: () => unsupported('countDownLatch()', "Redisson's RCountDownLatch is not part of the layout"),
   };
 }
