@@ -49,3 +49,8 @@ export function tagged(prefix: string, name: string): string {
 export function redissonPrefixed(prefix: string, name: string): string {
   return name.includes('{') ? `${prefix}:${name}` : `${prefix}:{${name}}`;
 }
+
+/** Redisson's name of a key suffixed to `name`: `{<name>}:<suffix>`, or `<name>:<suffix>` when the name has a `{` already. */
+export function redissonSuffixed(name: string, suffix: string): string {
+  return name.includes('{') ? `${name}:${suffix}` : `{${name}}:${suffix}`;
+}

@@ -29,7 +29,17 @@ const release = defineScript(
 );
 const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
 
-export class SemaphoreCommands {
+/** The semaphore's commands on its topology and layout (a Redlock quorum's, relock.ts's, Redisson's). */
+export interface SemaphoreTopology {
+  acquire(keys: SemaphoreKeys, owner: string, permits: number, limit: number, leaseMs: number, fenceTtlMs: number): Promise<SemaphoreAcquireOutcome>;
+  /** Gives a lease's permits back, whatever their number (the script knows it). */
+  release(keys: SemaphoreKeys, owner: string): Promise<ReleaseOutcome>;
+  available(keys: SemaphoreKeys, limit: number): Promise<AvailableOutcome>;
+  /** One flag per lease, in order: true where it was still live and got a new end. */
+  renew(leases: readonly Renewable[], leaseMs: number): Promise<boolean[]>;
+}
+
+export class SemaphoreCommands implements SemaphoreTopology {
   readonly #runner: ScriptRunner;
   readonly #publish: string;
 

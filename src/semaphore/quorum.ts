@@ -9,7 +9,7 @@ import type { SemaphoreOptions } from '../options.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
 import type { Renewable, Renewer } from '../runtime/renewable.ts';
 import { SemaphoreCommands, type AvailableOutcome, type SemaphoreAcquireOutcome } from './commands.ts';
-import type { SemaphoreKeys } from './keys.ts';
+import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
 import { SemaphoreImpl, type SemaphoreShared } from './semaphore.ts';
 import { driftMs } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
@@ -193,7 +193,7 @@ export function createRedlockSemaphoreShared(redlock: RedlockShared): SemaphoreS
   const commands = new RedlockSemaphoreCommands(redlock);
   // One lease per renewal: a lease that a silent master keeps undecided fails alone, not its batch.
   const renewer: Renewer = { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 1, allowanceMs: driftMs };
-  return { runtime: redlock.runtime, commands, renewer };
+  return { runtime: redlock.runtime, commands, renewer, keys: semaphoreKeys };
 }
 
 /**

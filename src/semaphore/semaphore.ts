@@ -12,20 +12,31 @@ import type { Runtime } from '../runtime/runtime.ts';
 import type { WakeRule } from '../runtime/waiting.ts';
 import type { Renewer } from '../runtime/renewable.ts';
 import { checkOptions, checkPermits } from '../validate.ts';
-import { SemaphoreCommands } from './commands.ts';
+import type { Layout } from '../options.ts';
+import { SemaphoreCommands, type SemaphoreTopology } from './commands.ts';
+import { RedissonSemaphoreCommands, redissonSemaphoreKeys } from './redisson.ts';
 import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
 
 /** What every semaphore of one client shares: its runtime, its commands, and the renewer of its leases. */
 export interface SemaphoreShared {
   readonly runtime: Runtime;
-  readonly commands: SemaphoreCommands;
+  readonly commands: SemaphoreTopology;
   readonly renewer: Renewer;
+  /** The keys of a name, in the client's layout. */
+  readonly keys: (prefix: string, name: string) => SemaphoreKeys;
 }
 
-export function createSemaphoreShared(runtime: Runtime): SemaphoreShared {
-  const commands = new SemaphoreCommands(runtime.runner, runtime.publish);
-  // A Cluster cannot run one script over keys of several slots: renew one lease per call there.
-  return { runtime, commands, renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 250 } };
+/** The semaphore's shared state on one server or a Cluster, in relock's layout or Redisson's (RPermitExpirableSemaphore). */
+export function createSemaphoreShared(runtime: Runtime, layout: Layout = 'relock'): SemaphoreShared {
+  const redisson = layout === 'redisson';
+  const commands = redisson ? new RedissonSemaphoreCommands(runtime.runner, runtime.publish) : new SemaphoreCommands(runtime.runner, runtime.publish);
+  return {
+    runtime,
+    commands,
+    // A Cluster cannot run one script over keys of several slots: renew one lease per call there.
+    renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 250 },
+    keys: redisson ? (_prefix, name) => redissonSemaphoreKeys(name) : semaphoreKeys,
+  };
 }
 
 /**
@@ -58,7 +69,7 @@ export class SemaphoreImpl implements Semaphore {
     this.permits = checkPermits(o.permits);
     this.name = name;
     this.#shared = shared;
-    const keys = (this.#keys = semaphoreKeys(prefix, name));
+    const keys = (this.#keys = shared.keys(prefix, name));
     this.#scripts = { release: (hold) => shared.commands.release(keys, hold.owner) };
     this.#taker = {
       name,

@@ -35,23 +35,32 @@ function unsupported(kind: string, why: string): never {
 }
 
 /**
- * The kinds in Redisson's layout (docs/redisson.md): the lock over RLock's and RFencedLock's keys. On
- * a Cluster a name whose keys Redisson would spread over several slots is refused (no script could
- * take it).
+ * The kinds in Redisson's layout (docs/redisson.md): the lock over RLock's and RFencedLock's keys, the
+ * semaphore over RPermitExpirableSemaphore's. On a Cluster a name whose keys Redisson would spread
+ * over several slots is refused (no script could take it).
  */
 function redissonBackend(runtime: Runtime): Backend {
   const lock = createLockShared(runtime, 'redisson');
+  const semaphore = once(() => createSemaphoreShared(runtime, 'redisson'));
   const later = 'relock does not share it with Redisson yet';
+  // On a Cluster a name whose keys Redisson spreads over several slots cannot be taken by a script.
+  const oneSlot = (name: string, keys: readonly string[]) => {
+    if (runtime.cluster && new Set(keys.map(keySlot)).size > 1) {
+      throw new TypeError(`Expected \`name\` whose Redisson keys share one Cluster slot, got "${name}": its braces put ${keys.map((key) => `"${key}"`).join(', ')} in different slots`);
+    }
+  };
   return {
     lock: (prefix, name) => {
       const keys = lock.keys(prefix, name);
-      if (runtime.cluster && new Set([keys.lock, keys.fence, keys.channel].map(keySlot)).size > 1) {
-        throw new TypeError(`Expected \`name\` whose Redisson keys share one Cluster slot, got "${name}": its braces put "${keys.lock}" and "${keys.fence}" in different slots`);
-      }
+      oneSlot(name, [keys.lock, keys.fence, keys.channel]);
       return new LockImpl(lock, prefix, name);
     },
     fairLock: () => unsupported('fairLock()', later),
-    semaphore: () => unsupported('semaphore()', later),
+    semaphore: (prefix, name, options) => {
+      const keys = semaphore().keys(prefix, name);
+      oneSlot(name, [keys.sem, keys.leases, keys.fence, keys.channel]);
+      return new SemaphoreImpl(semaphore(), prefix, name, options);
+    },
     readWriteLock: () => unsupported('readWriteLock()', later),
     countDownLatch: () => unsupported('countDownLatch()', "Redisson's RCountDownLatch is not part of the layout"),
   };

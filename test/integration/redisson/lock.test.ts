@@ -4,51 +4,12 @@
 // a dead holder on either side only once its lease ended.
 import * as assert from 'uvu/assert';
 import { LockClient, LockError, type Lease } from '../../../src/index.ts';
-import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
-import { describe, rejects, uniqueName, within, type It } from '../../helpers/describe.ts';
-import { startRedis, type RedisServer } from '../../helpers/redis.ts';
-import { redissonStandIn, type RedisLike, type RedissonStandIn, type StandInOptions } from '../../helpers/redisson/index.ts';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** One deployment both sides lock on: a server or a Cluster, with its clients closed after the suite. */
-interface Deployment {
-  relock(options?: { leaseMs?: number }): LockClient;
-  java(options?: StandInOptions): RedissonStandIn;
-  /** A plain command on the node that serves `key`. */
-  call(key: string, ...args: (string | number)[]): Promise<unknown>;
-}
-
-function deployment(it: It, start: () => Promise<{ redis: () => unknown; standInRedis: () => RedisLike; call: Deployment['call']; stop(): Promise<void> }>, sharded: boolean): Deployment {
-  let started: Awaited<ReturnType<typeof start>>;
-  const clients: LockClient[] = [];
-  const instances: RedissonStandIn[] = [];
-  it.before(async () => {
-    started = await start();
-  });
-  it.after(async () => {
-    await Promise.all([...clients.splice(0).map((client) => client.close()), ...instances.splice(0).map((instance) => instance.close())]);
-    await started.stop();
-  });
-  return {
-    relock(options = {}) {
-      const client = new LockClient({ redis: started.redis() as string, layout: 'redisson', ...options });
-      clients.push(client);
-      return client;
-    },
-    java(options = {}) {
-      const instance = redissonStandIn(started.standInRedis(), { sharded, ...options });
-      instances.push(instance);
-      return instance;
-    },
-    call: (key, ...args) => started.call(key, ...args),
-  };
-}
+import { describe, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { onEveryDeployment, sleep } from '../../helpers/redisson/deployment.ts';
+import type { RedissonStandIn } from '../../helpers/redisson/index.ts';
 
 /** The scenarios every deployment runs. */
-function interop(title: string, env: (it: It) => Deployment): void {
-  describe(title, (it) => {
-    const d = env(it);
+onEveryDeployment('layout redisson: lock() with RLock and RFencedLock', (it, d) => {
 
     it('excludes across both sides under contention, with strictly increasing fencing tokens from one counter', async () => {
       const name = uniqueName('interop');
@@ -182,34 +143,9 @@ function interop(title: string, env: (it: It) => Deployment): void {
       const lease = await within(taking, 2_000, 'the multiLock woken by the Java unlock');
       assert.is(await java.lock(a).tryLock(2), false);
       await lease.release();
-      assert.is(await d.call(a, 'EXISTS', a) as number + ((await d.call(b, 'EXISTS', b)) as number), 0);
-    });
+      assert.is(((await d.call(a, 'EXISTS', a)) as number) + ((await d.call(b, 'EXISTS', b)) as number), 0);
   });
-}
-
-interop('layout redisson: lock() with RLock and RFencedLock on one server', (it) =>
-  deployment(
-    it,
-    async () => {
-      const server: RedisServer = await startRedis();
-      const admin = server.connect();
-      return { redis: () => server.url, standInRedis: () => server.connect(), call: (_key, ...args) => admin.call(...(args as [string])), stop: () => server.stop() };
-    },
-    false,
-  ),
-);
-
-interop('layout redisson: lock() with RLock and RFencedLock on a Cluster', (it) =>
-  deployment(
-    it,
-    async () => {
-      const cluster: RedisCluster = await startCluster();
-      const admin = cluster.connect();
-      return { redis: () => cluster.client(), standInRedis: () => cluster.connect(), call: (_key, ...args) => admin.call(...(args as [string])), stop: () => cluster.stop() };
-    },
-    SHARDED_PUBSUB,
-  ),
-);
+});
 
 describe('layout redisson: what cannot interoperate is refused before I/O', (it) => {
   it('refuses prefix, fenceTtlMs, a Redlock array and a bad layout with a TypeError naming the option', () => {
