@@ -1,7 +1,7 @@
 // The read-write lock: two Locks over one set of keys, the read side shared, the write side
 // exclusive (see docs/read-write-lock.md for the layout and the policy).
 import type { Lock, ReadWriteLock } from '../api.ts';
-import { rwLockKeys, sideKeys } from './keys.ts';
+import { sideKeys } from './keys.ts';
 import type { RwShared } from './shared.ts';
 import { RwSideImpl } from './side.ts';
 
@@ -12,7 +12,7 @@ export class ReadWriteLockImpl implements ReadWriteLock {
 
   constructor(shared: RwShared, prefix: string, name: string) {
     this.name = name;
-    const keys = rwLockKeys(prefix, name);
+    const keys = shared.keys(prefix, name);
     const read = sideKeys(keys, 'r');
     const write = sideKeys(keys, 'w');
     this.#read = new RwSideImpl(shared, name, read, write);

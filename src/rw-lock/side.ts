@@ -76,8 +76,10 @@ export class RwSideImpl extends LockBase<RwSideKeys> {
       giveBack: (lease: LeaseImpl) => lease.giveBack(),
     };
     try {
-      // A writer waits as a plain lock's waiter does: one local queue, a message wakes its head.
-      if (side === 'w') return await acquire(runtime, { ...request, channel: rw.toWriters, rule: wakeHead, key: this.#keys.lock });
+      // A writer waits as a plain lock's waiter does: one local queue, a message wakes its head. Where
+      // both sides share one channel (the Redisson layout), a message may be for either: it wakes all.
+      if (side === 'w' && rw.toWriters !== rw.toReaders) return await acquire(runtime, { ...request, channel: rw.toWriters, rule: wakeHead, key: this.#keys.lock });
+      if (side === 'w') return await acquire(runtime, { ...request, channel: rw.toWriters, rule: wakeAll, key: this.#keys.lock, room: READERS_ROOM });
       // Every waiting reader tries before it sleeps, so that Redis counts it among the waiting readers
       // a write release admits ahead of writers; one message on the readers' channel wakes them all.
       // The self-wait warning asks whether this client holds the write side.

@@ -6,6 +6,7 @@ import { CountDownLatchImpl, createLatchShared } from '../latch/latch.ts';
 import { createLockShared, LockImpl } from '../lock/lock.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
+import { RedissonRwCommands, redissonRwLockKeys } from '../rw-lock/redisson.ts';
 import { createRwShared } from '../rw-lock/shared.ts';
 import { createSemaphoreShared, SemaphoreImpl } from '../semaphore/semaphore.ts';
 import type { Layout } from '../options.ts';
@@ -36,12 +37,13 @@ function unsupported(kind: string, why: string): never {
 
 /**
  * The kinds in Redisson's layout (docs/redisson.md): the lock over RLock's and RFencedLock's keys, the
- * semaphore over RPermitExpirableSemaphore's. On a Cluster a name whose keys Redisson would spread
+ * semaphore over RPermitExpirableSemaphore's, the read-write lock over RReadWriteLock's. On a Cluster a name whose keys Redisson would spread
  * over several slots is refused (no script could take it).
  */
 function redissonBackend(runtime: Runtime): Backend {
   const lock = createLockShared(runtime, 'redisson');
   const semaphore = once(() => createSemaphoreShared(runtime, 'redisson'));
+  const rw = once(() => createRwShared(runtime, new RedissonRwCommands(runtime.runner, runtime.publish), undefined, (_prefix, name) => redissonRwLockKeys(name)));
   const later = 'relock does not share it with Redisson yet';
   // On a Cluster a name whose keys Redisson spreads over several slots cannot be taken by a script.
   const oneSlot = (name: string, keys: readonly string[]) => {
@@ -61,7 +63,11 @@ function redissonBackend(runtime: Runtime): Backend {
       oneSlot(name, [keys.sem, keys.leases, keys.fence, keys.channel]);
       return new SemaphoreImpl(semaphore(), prefix, name, options);
     },
-    readWriteLock: () => unsupported('readWriteLock()', later),
+    readWriteLock: (prefix, name) => {
+      const keys = rw().keys(prefix, name);
+      oneSlot(name, [keys.hash, keys.leases, keys.fence, keys.toReaders]);
+      return new ReadWriteLockImpl(rw(), prefix, name);
+    },
     countDownLatch: () => unsupported('countDownLatch()', "Redisson's RCountDownLatch is not part of the layout"),
   };
 }
