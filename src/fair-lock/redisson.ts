@@ -1,0 +1,166 @@
+// The fair lock in the Redisson layout: RFairLock's protocol. RLock's hash, a queue of waiting
+// owners with deadlines from the callers' clocks, and a channel per waiter that a release wakes the
+// head on. Unlike relock's own fair lock there are no grants and no heartbeats: the head takes the
+// lock itself when woken, and a dead waiter holds the queue up until its deadline.
+import type { Lease } from '../api.ts';
+import type { LeaseImpl } from '../lease.ts';
+import { LockBase } from '../lock-base.ts';
+import * as lua from '../generated/fair-lock.ts';
+import { HashLockReads, reenter, renew, toToken } from '../lock/commands.ts';
+import { acquire, type Attempt } from '../runtime/acquire.ts';
+import { attemptHold } from '../runtime/attempt.ts';
+import { Hold, releaseOutcome, type HoldScripts } from '../runtime/hold.ts';
+import type { Renewer } from '../runtime/renewable.ts';
+import type { Runtime } from '../runtime/runtime.ts';
+import { defineScript, type ScriptRunner } from '../runtime/script.ts';
+import { redissonPrefixed } from '../runtime/slot.ts';
+import { wakeHead } from '../runtime/waiting.ts';
+import { noop, settledWithin } from '../runtime/waits.ts';
+
+/**
+ * Redisson's `fairLockWaitTimeout` default: how long a waiter of an acquire without `waitMs` may take
+ * to come for the lock once it is its turn (an acquire with a finite `waitMs` queues with that).
+ */
+export const REDISSON_FAIR_WAIT_MS = 300_000;
+/** A queued waiter whose lock is free while the head takes it over tries again this soon (Redisson polls at once). */
+const TAKEOVER_RETRY_MS = 50;
+/** How long a wait that ended without the lock waits for its `leave` to be answered, while Redis is reachable. */
+const LEAVE_WAIT_MS = 250;
+
+/** RFairLock's keys of a name. */
+export interface RedissonFairKeys {
+  readonly lock: string;
+  readonly queue: string;
+  readonly timeouts: string;
+  /** A waiter's own channel is this plus `:<owner>`. */
+  readonly channel: string;
+  /** RFencedLock's token counter of the name: fair holders' tokens compare with its holders'. */
+  readonly fence: string;
+}
+
+export function redissonFairKeys(name: string): RedissonFairKeys {
+  return {
+    lock: name,
+    queue: redissonPrefixed('redisson_lock_queue', name),
+    timeouts: redissonPrefixed('redisson_lock_timeout', name),
+    channel: redissonPrefixed('redisson_lock__channel', name),
+    fence: redissonPrefixed('redisson_lock_token', name),
+  };
+}
+
+const takeScript = defineScript(lua.redissonAcquire, (reply) => reply);
+const releaseScript = defineScript(lua.redissonRelease, releaseOutcome, 1);
+const leaveScript = defineScript(lua.redissonLeave, (reply) => Number(reply), 3);
+const forceScript = defineScript(lua.redissonForceRelease, (reply) => reply === 1, 1);
+
+/** RFairLock's commands (the reads and re-entry are RLock's: the hash is the same). */
+export class RedissonFairCommands extends HashLockReads {
+  readonly #runner: ScriptRunner;
+  readonly #publish: string;
+
+  constructor(runner: ScriptRunner, publish: string) {
+    super(runner);
+    this.#runner = runner;
+    this.#publish = publish;
+  }
+
+  /** Taken with its token, or queued: how long until it is worth trying again. */
+  async take(keys: RedissonFairKeys, owner: string, leaseMs: number, waitMs: number): Promise<{ kind: 'acquired'; token: number } | { kind: 'busy'; ms: number }> {
+    const reply = await this.#runner.run(takeScript, [keys.lock, keys.queue, keys.timeouts, keys.fence], [owner, leaseMs, waitMs, Date.now()]);
+    return Array.isArray(reply) ? { kind: 'busy', ms: Number(reply[1]) } : { kind: 'acquired', token: toToken(reply, keys.fence) };
+  }
+
+  release(keys: RedissonFairKeys, owner: string, believed: number, whole: boolean) {
+    return this.#runner.run(releaseScript, [keys.lock, keys.queue, keys.timeouts, keys.channel], [owner, believed, whole ? 1 : 0, this.#publish, Date.now()]);
+  }
+
+  reenter(keys: RedissonFairKeys, owner: string, believed: number, leaseMs: number | undefined) {
+    return this.#runner.run(reenter, [keys.lock, keys.fence], [owner, leaseMs ?? 0, believed]);
+  }
+
+  leave(keys: RedissonFairKeys, owner: string, waitMs: number): Promise<number> {
+    return this.#runner.run(leaveScript, [keys.lock, keys.queue, keys.timeouts, keys.channel], [owner, waitMs, this.#publish]);
+  }
+
+  forceRelease(keys: RedissonFairKeys): Promise<boolean> {
+    return this.#runner.run(forceScript, [keys.lock, keys.queue, keys.timeouts, keys.channel], [this.#publish, Date.now()]);
+  }
+}
+
+/** What every Redisson-layout fair lock of one client shares. */
+export interface RedissonFairShared {
+  readonly runtime: Runtime;
+  readonly commands: RedissonFairCommands;
+  readonly renewer: Renewer;
+}
+
+export function createRedissonFairShared(runtime: Runtime): RedissonFairShared {
+  const commands = new RedissonFairCommands(runtime.runner, runtime.publish);
+  const renewer: Renewer = { renew: (batch, leaseMs) => runtime.runner.run(renew, batch.map((hold) => hold.key), [leaseMs, ...batch.map((hold) => hold.owner)]), batch: 500 };
+  return { runtime, commands, renewer };
+}
+
+/** fairLock() in the Redisson layout: one owner per acquire, queued by RFairLock's script, woken on its own channel. */
+export class RedissonFairLockImpl extends LockBase<RedissonFairKeys> {
+  readonly #shared: RedissonFairShared;
+  readonly #keys: RedissonFairKeys;
+  readonly #scripts: HoldScripts;
+
+  constructor(shared: RedissonFairShared, name: string) {
+    const keys = redissonFairKeys(name);
+    super(shared.runtime, 'fair-lock', name, keys, shared.commands);
+    this.#shared = shared;
+    this.#keys = keys;
+    this.#scripts = {
+      release: (hold, believed, whole) => shared.commands.release(keys, hold.owner, believed, whole),
+      reenter: (hold, believed, leaseMs) => shared.commands.reenter(keys, hold.owner, believed, leaseMs),
+    };
+  }
+
+  protected async takeFresh(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined): Promise<Lease> {
+    const { runtime, commands } = this.#shared;
+    // One owner for the whole wait: its place in the queue, and its channel, are its own.
+    const owner = runtime.newOwner();
+    const queueMs = Number.isFinite(waitMs) && waitMs > 0 ? waitMs : REDISSON_FAIR_WAIT_MS;
+    let sent: Promise<unknown> | undefined;
+    try {
+      return await acquire(runtime, {
+        name: this.name,
+        waitMs,
+        signal,
+        channel: `${this.#keys.channel}:${owner}`,
+        rule: wakeHead,
+        need: 1,
+        key: this.#keys.lock,
+        leaseMs: leaseMs ?? runtime.leaseMs,
+        attempt: () => (sent = this.#attempt(owner, leaseMs, queueMs)),
+        giveBack: (lease) => (lease as LeaseImpl).giveBack(),
+      });
+    } catch (error) {
+      // A wait that ended without the lock leaves the queue once its last attempt is answered (so
+      // after it, whatever the connection does), briefly awaited while Redis is reachable.
+      if (sent) {
+        const leaving = sent.then(noop, noop).then(() => commands.leave(this.#keys, owner, queueMs)).catch(noop);
+        if (waitMs !== 0 && runtime.runner.ready) await settledWithin(leaving, LEAVE_WAIT_MS);
+      }
+      throw error;
+    }
+  }
+
+  /** One attempt of the acquire's owner (a new Hold each time, the same owner). */
+  #attempt(owner: string, leaseMs: number | undefined, queueMs: number): Promise<Attempt<Lease>> {
+    const { runtime, commands, renewer } = this.#shared;
+    const lease = leaseMs ?? runtime.leaseMs;
+    const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined, owner });
+    return attemptHold(runtime, hold, lease, 'fair-lock', {
+      call: () =>
+        commands.take(this.#keys, owner, lease, queueMs).then((outcome) => {
+          if (outcome.kind === 'acquired') return outcome;
+          // Queued: until the lock's lease (or the waiter before) ends, at most a lease; a free lock
+          // the head is taking over, soon.
+          return { kind: 'busy', retryMs: outcome.ms > 0 ? Math.min(outcome.ms + 1, runtime.leaseMs) : TAKEOVER_RETRY_MS };
+        }),
+      giveBack: () => commands.release(this.#keys, owner, 1, true),
+    });
+  }
+}
