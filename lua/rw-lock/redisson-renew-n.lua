@@ -16,24 +16,25 @@
 local leaseMs = tonumber(ARGV[1])
 local rcall = redis.call
 local renewed = {}
-
-for i = 1, #KEYS, 2 do
-  local hashKey, base, member = KEYS[i], KEYS[i + 1], ARGV[(i + 1) / 2 + 1]
-  local read, owner = string.sub(member, 1, 1) == 'r', string.sub(member, 3)
-  local timeouts = base .. ':' .. owner .. ':rwlock_timeout:'
-  local count = tonumber(redis.pcall('HGET', hashKey, read and owner or owner .. ':write'))
-  local flag = 0
-  if count and (not read or rcall('EXISTS', timeouts .. '1') == 1) then
-    if read then
-      for n = 1, count do
-        rcall('PEXPIRE', timeouts .. n, leaseMs)
+for i, hashKey in ipairs(KEYS) do
+  if i % 2 == 1 then
+    local base, member = KEYS[i + 1], ARGV[(i + 1) / 2 + 1]
+    local read, owner = string.sub(member, 1, 1) == 'r', string.sub(member, 3)
+    local timeouts = base .. ':' .. owner .. ':rwlock_timeout:'
+    local count = tonumber(redis.pcall('HGET', hashKey, read and owner or owner .. ':write'))
+    local flag = 0
+    if count and (not read or rcall('EXISTS', timeouts .. '1') == 1) then
+      if read then
+        for n = 1, count do
+          rcall('PEXPIRE', timeouts .. n, leaseMs)
+        end
       end
+      if rcall('PTTL', hashKey) < leaseMs then
+        rcall('PEXPIRE', hashKey, leaseMs)
+      end
+      flag = 1
     end
-    if rcall('PTTL', hashKey) < leaseMs then
-      rcall('PEXPIRE', hashKey, leaseMs)
-    end
-    flag = 1
+    renewed[#renewed + 1] = flag
   end
-  renewed[#renewed + 1] = flag
 end
 return renewed

@@ -19,18 +19,20 @@ local time = rcall('TIME')
 local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local renewed = {}
-for i = 1, #KEYS, 2 do
-  local timeoutsKey, owner = KEYS[i + 1], ARGV[(i + 1) / 2 + 1]
-  local ends = tonumber(redis.pcall('ZSCORE', timeoutsKey, owner .. ':1'))
-  local flag = 0
-  if ends and ends > nowMs then
-    local n = 1
-    while rcall('ZSCORE', timeoutsKey, owner .. ':' .. n) do
-      rcall('ZADD', timeoutsKey, nowMs + leaseMs, owner .. ':' .. n)
-      n = n + 1
+for i, _ in ipairs(KEYS) do
+  if i % 2 == 1 then
+    local timeoutsKey, owner = KEYS[i + 1], ARGV[(i + 1) / 2 + 1]
+    local ends = tonumber(redis.pcall('ZSCORE', timeoutsKey, owner .. ':1'))
+    local flag = 0
+    if ends and ends > nowMs then
+      local n = 1
+      while rcall('ZSCORE', timeoutsKey, owner .. ':' .. n) do
+        rcall('ZADD', timeoutsKey, nowMs + leaseMs, owner .. ':' .. n)
+        n = n + 1
+      end
+      flag = 1
     end
-    flag = 1
+    renewed[#renewed + 1] = flag
   end
-  renewed[#renewed + 1] = flag
 end
 return renewed

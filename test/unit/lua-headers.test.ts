@@ -40,7 +40,7 @@ describe('lua/<primitive>/*.lua', (it) => {
     for (const file of files) assert.match(file, /^[a-z-]+\/[a-z-]+-(\d+|n)\.lua$/);
   });
 
-  it('finds the fair lock\'s eight scripts', () => {
+  it('finds the fair lock\'s six scripts and its four of the Redisson layout', () => {
     assert.equal(
       files.filter((file) => file.startsWith('fair-lock/')),
       [
@@ -49,6 +49,10 @@ describe('lua/<primitive>/*.lua', (it) => {
         'fair-lock/force-release-4.lua',
         'fair-lock/heartbeat-4.lua',
         'fair-lock/leave-4.lua',
+        'fair-lock/redisson-acquire-4.lua',
+        'fair-lock/redisson-force-release-4.lua',
+        'fair-lock/redisson-leave-4.lua',
+        'fair-lock/redisson-release-4.lua',
         'fair-lock/release-4.lua',
       ],
     );
@@ -69,8 +73,10 @@ describe('lua/<primitive>/*.lua', (it) => {
       const expanded = scriptSource(file);
       const definitions = expanded.split('local function grantNext(').length - 1;
       if (!granting.some((name) => file === `fair-lock/${name}.lua`)) {
-        // confirm-2 keeps the fence alive by the shared fence rule, and grants nothing.
-        assert.equal(markers, file === 'fair-lock/confirm-2.lua' ? ['-- @include shared/fence'] : [], `${file} includes no grant`);
+        // confirm-2 keeps the fence alive by the shared fence rule, and grants nothing; the Redisson
+        // layout's scripts grant nothing either (RFairLock's head takes the lock itself).
+        const redisson = file === 'fair-lock/redisson-release-4.lua' ? ['-- @include redisson-prune', '-- @include shared/release-level'] : ['-- @include redisson-prune'];
+        assert.equal(markers, file === 'fair-lock/confirm-2.lua' ? ['-- @include shared/fence'] : file.startsWith('fair-lock/redisson-') ? redisson : [], `${file} includes no grant`);
         assert.is(definitions, 0, `${file} has no grantNext`);
         continue;
       }
@@ -143,9 +149,15 @@ describe('lua/<primitive>/*.lua', (it) => {
       assert.ok(/rcall\(publishCommand, channel/.test(body), file);
       assert.not.ok(/'publish'/i.test(body), file);
     }
-    for (const file of files.filter((file) => file.startsWith('fair-lock/') && file.endsWith('-4.lua'))) {
+    for (const file of files.filter((file) => file.startsWith('fair-lock/') && file.endsWith('-4.lua') && !file.includes('redisson-'))) {
       const { body } = parse(scriptSource(file));
       assert.ok(/rcall\(publishCommand, grantPrefix \.\. /.test(body), file);
+      assert.not.ok(/'s?publish'/i.test(body), file);
+    }
+    // The Redisson layout's fair lock wakes a head on its own channel (redisson-prune's wakeHead).
+    for (const file of ['fair-lock/redisson-release-4.lua', 'fair-lock/redisson-leave-4.lua', 'fair-lock/redisson-force-release-4.lua']) {
+      const { body } = parse(scriptSource(file));
+      assert.ok(/rcall\(publishCommand, channelBase \.\. ':' \.\. head/.test(body) && /wakeHead\(\)\n/.test(body), file);
       assert.not.ok(/'s?publish'/i.test(body), file);
     }
   });
