@@ -14,12 +14,14 @@
     ARGV[4] the caller's clock in epoch milliseconds (as Redisson's deadlines are)
 
   Output: one value
-    token     acquired; the token counter after its increment, a decimal string. Also when
+    token     acquired; the new token max(last + 1, Redis TIME in microseconds), a decimal
+              string, written to the token key without expiry. Also when
               the owner holds it already: only an earlier run of this very call can have
               taken it (a resend); nothing else is written then
     {0, ms}   not acquired, queued: ms the lock's time to live (0: free, the head is taking
               it), or for a new waiter the time to the deadline of the one before it
-    error     WRONGTYPE when a key holds another type
+    error     WRONGTYPE when a key holds another type or the fence key a string that is not
+              a whole number; FENCEOVERFLOW at 2^53 - 1; nothing is written then
 
   Every acquisition lowers the deadlines of the waiters left by the wait, as Redisson's does.
 ]]
@@ -27,16 +29,21 @@ local lockKey, queueKey, timeoutsKey, fenceKey = KEYS[1], KEYS[2], KEYS[3], KEYS
 local owner, leaseMs, waitMs, nowMs = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local rcall = redis.call
 local channelBase, publishCommand
+local time = rcall('TIME')
+local fenceTtlMs = 0
 
 -- @include redisson-prune
+-- @include shared/fence
 
-local function token()
-  return string.format('%d', rcall('INCR', fenceKey))
+-- Reads and checks the fence first: a script that fails half-way is not rolled back.
+local failed = readFence()
+if failed then
+  return failed
 end
 
 prune()
 if rcall('HEXISTS', lockKey, owner) == 1 then
-  return token()
+  return nextToken()
 end
 if rcall('EXISTS', lockKey) == 0 and (rcall('EXISTS', queueKey) == 0 or rcall('LINDEX', queueKey, 0) == owner) then
   rcall('LPOP', queueKey)
@@ -46,7 +53,7 @@ if rcall('EXISTS', lockKey) == 0 and (rcall('EXISTS', queueKey) == 0 or rcall('L
   end
   rcall('HSET', lockKey, owner, 1)
   rcall('PEXPIRE', lockKey, leaseMs)
-  return token()
+  return nextToken()
 end
 if rcall('ZSCORE', timeoutsKey, owner) then
   return {0, math.max(0, rcall('PTTL', lockKey))}

@@ -14,22 +14,30 @@
     ARGV[3] the write hold's owner of the caller's context, or "" (downgrade)
 
   Output: one value
-    token     acquired; the token counter after its increment, a decimal string. Also when
+    token     acquired; the new token max(last + 1, Redis TIME in microseconds), a decimal
+              string (the counter keeps no expiry). Also when
               the owner has its field already: only an earlier run of this very call can have
               written it (a resend); nothing else is written then
     {0, ms}   not acquired: a writer holds it for ms more milliseconds (-1: no expiry)
-    error     WRONGTYPE when a key holds another type
+    error     WRONGTYPE when a key holds another type or the fence key a string that is not
+              a whole number; FENCEOVERFLOW at 2^53 - 1
 ]]
 local hashKey, base, fenceKey = KEYS[1], KEYS[2], KEYS[3]
 local owner, leaseMs, writeOwner = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local rcall = redis.call
 
-local function token()
-  return string.format('%d', rcall('INCR', fenceKey))
+local time = rcall('TIME')
+local fenceTtlMs = 0
+-- @include shared/fence
+
+-- Reads and checks the fence first: a script that fails half-way is not rolled back.
+local failed = readFence()
+if failed then
+  return failed
 end
 
 if rcall('HEXISTS', hashKey, owner) == 1 then
-  return token()
+  return nextToken()
 end
 local mode = rcall('HGET', hashKey, 'mode')
 if mode == 'write' and (writeOwner == '' or rcall('HEXISTS', hashKey, writeOwner .. ':write') == 0) then
@@ -41,4 +49,4 @@ end
 rcall('HSET', hashKey, owner, 1)
 rcall('SET', base .. ':' .. owner .. ':rwlock_timeout:1', 1, 'PX', leaseMs)
 rcall('PEXPIRE', hashKey, math.max(rcall('PTTL', hashKey), leaseMs))
-return token()
+return nextToken()

@@ -10,28 +10,36 @@
     ARGV[2] lease in milliseconds
 
   Output: one value
-    token     acquired; the token counter after its increment, a decimal string. Also when
+    token     acquired; the new token max(last + 1, Redis TIME in microseconds), a decimal
+              string (the counter keeps no expiry). Also when
               the owner is the writer already (a resend of this very call); nothing else is
               written then
     {0, ms}   not acquired: readers or a writer hold it for ms more milliseconds (-1: no expiry)
-    error     WRONGTYPE when a key holds another type
+    error     WRONGTYPE when a key holds another type or the fence key a string that is not
+              a whole number; FENCEOVERFLOW at 2^53 - 1
 ]]
 local hashKey, fenceKey = KEYS[1], KEYS[2]
 local owner, leaseMs = ARGV[1], tonumber(ARGV[2])
 local rcall = redis.call
 local writer = owner .. ':write'
 
-local function token()
-  return string.format('%d', rcall('INCR', fenceKey))
+local time = rcall('TIME')
+local fenceTtlMs = 0
+-- @include shared/fence
+
+-- Reads and checks the fence first: a script that fails half-way is not rolled back.
+local failed = readFence()
+if failed then
+  return failed
 end
 
 local mode = rcall('HGET', hashKey, 'mode')
 if mode == 'write' and rcall('HEXISTS', hashKey, writer) == 1 then
-  return token()
+  return nextToken()
 end
 if mode then
   return {0, rcall('PTTL', hashKey)}
 end
 rcall('HSET', hashKey, 'mode', 'write', writer, 1)
 rcall('PEXPIRE', hashKey, leaseMs)
-return token()
+return nextToken()

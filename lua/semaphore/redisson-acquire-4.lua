@@ -15,14 +15,16 @@
     ARGV[5] publish command: "publish" or "spublish"
 
   Output: an array
-    {1, token}   acquired; token (a decimal string) the fence counter after its increment.
+    {1, token}   acquired; token (a decimal string) max(last + 1, Redis TIME in microseconds),
+                 the counter keeping no expiry.
                  Also when the owner's first permit is there already: only an earlier run of
                  this very call can have added it (a resend); nothing else is written then
     {0, waitMs}  not acquired: too few permits are available; waitMs until the earliest
                  permit expiry, or -1 when every held permit is Java's without expiry
     {-1, total}  not acquired: the permits available plus those held are total, not the
                  limit (Java set another number of permits); nothing is written
-    error        WRONGTYPE when a key holds another type
+    error        WRONGTYPE when a key holds another type or the fence key a string that is not a
+                 whole number; FENCEOVERFLOW at 2^53 - 1
 
   When the count is absent, it is set to the limit less the permits held (as trySetPermits
   would), and published. Expired permits are given back first, as Redisson does.
@@ -31,14 +33,19 @@ local counterKey, timeoutsKey, fenceKey, channel = KEYS[1], KEYS[2], KEYS[3], KE
 local owner, permits, limit, leaseMs, publishCommand = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
 local rcall = redis.call
 
--- @include redisson-reclaim
+local fenceTtlMs = 0
 
-local function token()
-  return string.format('%d', rcall('INCR', fenceKey))
+-- @include redisson-reclaim
+-- @include shared/fence
+
+-- Reads and checks the fence first: a script that fails half-way is not rolled back.
+local failed = readFence()
+if failed then
+  return failed
 end
 
 if rcall('ZSCORE', timeoutsKey, owner .. ':1') then
-  return {1, token()}
+  return {1, nextToken()}
 end
 reclaim()
 local held = rcall('ZCARD', timeoutsKey)
@@ -65,4 +72,4 @@ local endsAt = nowMs + leaseMs
 for i = 1, permits do
   rcall('ZADD', timeoutsKey, endsAt, owner .. ':' .. i)
 end
-return {1, token()}
+return {1, nextToken()}

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { TEST_LAYOUT } from '../helpers/clients.ts';
 import { startProxy, type Proxy } from '../helpers/proxy.ts';
 import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
 import { checkKind, summary, type Fault, type Report } from './checker.ts';
@@ -257,6 +258,8 @@ export class Run {
   get lockKey(): string {
     const key = `${this.#prefix}:{${this.#lockName}}`;
     if (this.kind === 'multi-lock') throw new Error(`${this.name}: a multi-lock has no key of its own (its members are ${this.members.join(', ')})`);
+    // Redisson's layout: every kind's main key is the bare name (the hash, or a semaphore's count).
+    if (TEST_LAYOUT === 'redisson') return this.#lockName;
     return this.kind === 'fair-lock' ? `${key}:fair` : this.kind === 'semaphore' ? `${key}:sem` : this.kind === 'rw-lock' ? `${key}:rw` : key;
   }
 
@@ -266,7 +269,7 @@ export class Run {
    */
   async queue(): Promise<number[]> {
     if (this.kind !== 'fair-lock') throw new Error(`${this.name}: a ${this.kind} has no queue`);
-    const owners = await this.admin.lrange(`${this.lockKey}:q`, 0, -1);
+    const owners = await this.admin.lrange(TEST_LAYOUT === 'redisson' ? `redisson_lock_queue:{${this.#lockName}}` : `${this.lockKey}:q`, 0, -1);
     const byClient = new Map([...this.#workers.values()].map((w) => [w.clientId, w.index]));
     return owners.map((owner) => byClient.get(owner.slice(0, owner.indexOf(':'))) ?? -1);
   }

@@ -10,7 +10,7 @@ import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { LockClient, type AcquireTraceContext, type Lease, type Lock, type MultiLease } from '../../src/index.ts';
-import { redisForOptions } from '../helpers/clients.ts';
+import { redisForOptions, TEST_LAYOUT } from '../helpers/clients.ts';
 import { FENCED_SET, now, type Entry, type FromWorker, type HoldRequest, type MemberSection, type ToWorker, type WorkerConfig } from './protocol.ts';
 
 const config = JSON.parse(process.env.RELOCK_FAULT_WORKER ?? 'null') as WorkerConfig | null;
@@ -35,7 +35,9 @@ function count(error: unknown): void {
   errors[key] = (errors[key] ?? 0) + 1;
 }
 
-const client = new LockClient({ redis: redisForOptions(config.redis), prefix: config.prefix, leaseMs: config.leaseMs });
+// With RELOCK_TEST_LAYOUT=redisson, Redisson's layout (its keys have no prefix: the name is unique per run).
+const layout = TEST_LAYOUT === 'redisson' ? ({ layout: 'redisson' } as const) : { prefix: config.prefix };
+const client = new LockClient({ redis: redisForOptions(config.redis), ...layout, leaseMs: config.leaseMs });
 client.on('error', count);
 const storage = new Redis({ ...config.storage, lazyConnect: false });
 storage.on('error', count);

@@ -12,6 +12,9 @@ export const TEST_CLIENTS = ['ioredis', 'iovalkey', 'node-redis', 'node-redis-re
 export type TestClient = (typeof TEST_CLIENTS)[number];
 
 export const TEST_CLIENT = (process.env.RELOCK_TEST_CLIENT ?? 'ioredis') as TestClient;
+
+/** The key layout the fault workers use: relock's, or Redisson's with RELOCK_TEST_LAYOUT=redisson (npm run test:clients). */
+export const TEST_LAYOUT = process.env.RELOCK_TEST_LAYOUT === 'redisson' ? 'redisson' : 'relock';
 if (!TEST_CLIENTS.includes(TEST_CLIENT)) throw new Error(`RELOCK_TEST_CLIENT=${TEST_CLIENT}: expected one of ${TEST_CLIENTS.join(', ')}`);
 
 /** Something to close after the suite. */

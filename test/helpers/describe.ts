@@ -20,7 +20,7 @@ export interface It {
 export function applicableOnly(it: It, applicable: boolean, what: string): (name: string, body: Body, limitMs?: number) => void {
   return (name, body, limitMs) => {
     if (applicable) it(name, body, limitMs);
-    else console.log(`  not applicable without ${what} (${process.env.RELOCK_SERVER}): ${name}`);
+    else console.log(`  not applicable without ${what} (${[process.env.RELOCK_SERVER, process.env.RELOCK_TEST_LAYOUT && `layout ${process.env.RELOCK_TEST_LAYOUT}`].filter(Boolean).join(', ')}): ${name}`);
   };
 }
 

@@ -75,7 +75,10 @@ describe('lua/<primitive>/*.lua', (it) => {
       if (!granting.some((name) => file === `fair-lock/${name}.lua`)) {
         // confirm-2 keeps the fence alive by the shared fence rule, and grants nothing; the Redisson
         // layout's scripts grant nothing either (RFairLock's head takes the lock itself).
-        const redisson = file === 'fair-lock/redisson-release-4.lua' ? ['-- @include redisson-prune', '-- @include shared/release-level'] : ['-- @include redisson-prune'];
+        const redisson = {
+          'fair-lock/redisson-acquire-4.lua': ['-- @include redisson-prune', '-- @include shared/fence'],
+          'fair-lock/redisson-release-4.lua': ['-- @include redisson-prune', '-- @include shared/release-level'],
+        }[file] ?? ['-- @include redisson-prune'];
         assert.equal(markers, file === 'fair-lock/confirm-2.lua' ? ['-- @include shared/fence'] : file.startsWith('fair-lock/redisson-') ? redisson : [], `${file} includes no grant`);
         assert.is(definitions, 0, `${file} has no grantNext`);
         continue;
