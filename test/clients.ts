@@ -2,7 +2,8 @@
 // family a LockClient can be given, besides npm test's (relock's own ioredis connections):
 // RELOCK_TEST_CLIENT names the family to the suites (test/helpers/clients.ts). iovalkey and node-redis
 // run the contract suites, Redlock, Cluster and the short fault run; node-redis with RESP3 and
-// node-redis 6 run the contract suites and the Cluster. Prints a line per family, then
+// node-redis 6 run the contract suites and the Cluster; the last cell runs the short fault run in the
+// Redisson layout (RELOCK_TEST_LAYOUT). Prints a line per family, then
 // "N passed, N failed" over all of them.
 // Usage: node --import tsx test/clients.ts [family ...]
 import { report, runCell, type Counts } from './matrix.ts';
@@ -13,13 +14,17 @@ const FAMILIES: Record<string, readonly string[]> = {
   'node-redis': FULL,
   'node-redis-resp3': ['contract', 'integration/cluster'],
   'node-redis-6': ['contract', 'integration/cluster'],
+  // Not a client: the short fault run with every worker in the Redisson layout (docs/redisson.md).
+  'layout-redisson': ['faults-short'],
 };
+/** What a cell sets besides RELOCK_TEST_CLIENT (ioredis for the layout cell). */
+const ENV: Record<string, Record<string, string>> = { 'layout-redisson': { RELOCK_TEST_CLIENT: 'ioredis', RELOCK_TEST_LAYOUT: 'redisson' } };
 
 const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(FAMILIES);
 const rows: (Counts & { label: string })[] = [];
 for (const family of chosen) {
   const groups = FAMILIES[family];
   if (!groups) throw new Error(`unknown client family ${family}: expected one of ${Object.keys(FAMILIES).join(', ')}`);
-  rows.push({ label: `${family.padEnd(17)} ${groups.join(' ').padEnd(50)}`, ...(await runCell(`${family}: ${groups.join(' ')}`, groups, { RELOCK_TEST_CLIENT: family })) });
+  rows.push({ label: `${family.padEnd(17)} ${groups.join(' ').padEnd(50)}`, ...(await runCell(`${family}: ${groups.join(' ')}`, groups, ENV[family] ?? { RELOCK_TEST_CLIENT: family })) });
 }
 report('client', rows);
