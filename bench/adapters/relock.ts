@@ -19,12 +19,15 @@ export type RedisOf = (url: string) => Promise<{ readonly redis: unknown; close(
 
 const byUrl: RedisOf = async (url) => ({ redis: url, close: async () => undefined });
 
-/** The relock adapter over the bundle at `from` (a file: URL), with locks made by `kindOf`, over `redisOf`'s client. */
-export function relockAdapter(from: string, kindOf: LockKindOf = plainLock, redisOf: RedisOf = byUrl): Create {
+/**
+ * The relock adapter over the bundle at `from` (a file: URL), with locks made by `kindOf`, over
+ * `redisOf`'s client, with more client `options` (the layout).
+ */
+export function relockAdapter(from: string, kindOf: LockKindOf = plainLock, redisOf: RedisOf = byUrl, options: object = {}): Create {
   return async (url) => {
     const { LockClient } = (await import(from)) as { LockClient: typeof Client };
     const given = await redisOf(url);
-    const client = new LockClient({ redis: given.redis as string });
+    const client = new LockClient({ redis: given.redis as string, ...options });
     let make: (name: string) => Lock;
     try {
       make = kindOf(client);
