@@ -1,5 +1,5 @@
-// The server matrix (npm run test:servers): the contract suites of every kind, Redlock, Cluster and the
-// short fault run, on each server of the matrix that npm test does not cover (it runs the machine's
+// The server matrix (npm run test:servers): the contract suites of every kind, Redlock, Cluster, the
+// short fault run and the Redisson interop suites, on each server of the matrix that npm test does not cover (it runs the machine's
 // Redis 7.0). scripts/servers.sh brings each server into .servers/<name>/bin (its redis-server and
 // redis-cli), which goes first on the PATH of that server's run; RELOCK_SERVER names it to the tests.
 // Prints a line per server and suite group, then "N passed, N failed" over all of them.
@@ -19,6 +19,8 @@ const GROUPS: Record<string, readonly string[]> = {
   // The ACL user and the managed-service profile: Valkey and Redis 6.0 differ in what a user may run.
   'acl+managed': ['integration/security.test.ts', 'integration/managed.test.ts'],
   'faults-short': ['faults-short'],
+  // relock's Redisson layout against the Redisson stand-in (docs/redisson.md): plain pub/sub on Redis 6.0's Cluster.
+  'integration/redisson': ['integration/redisson'],
 };
 
 const argv = process.argv.slice(2);

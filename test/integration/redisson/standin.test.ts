@@ -2,7 +2,7 @@
 // wake and outlive each other as Redisson clients do, and leave Redisson's layout in Redis.
 import type { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within, type It } from '../../helpers/describe.ts';
 import { startRedis, type RedisServer } from '../../helpers/redis.ts';
 import { IllegalMonitorStateError, keySlot, redissonStandIn, StandInClosedError, type RedisLike, type RedissonStandIn, type StandInOptions } from '../../helpers/redisson/index.ts';
@@ -292,7 +292,7 @@ describe('Redisson stand-in on a Cluster', (it) => {
     await cluster.stop();
   });
 
-  it('hands locks over by SPUBLISH to SSUBSCRIBErs on the shard owners, and renews per slot', async () => {
+  shardedOnly(it)('hands locks over by SPUBLISH to SSUBSCRIBErs on the shard owners, and renews per slot', async () => {
     const [a, b] = [standIn(cluster.connect(), { sharded: true, leaseMs: 900 }), standIn(cluster.connect(), { sharded: true })];
     const names = [uniqueName('redisson'), uniqueName('redisson'), uniqueName('redisson')];
     for (const name of names) await a.lock(name).lock(1);
