@@ -43,10 +43,7 @@ const reenter = defineScript(lua.reenter, reenterOutcome);
 const release = defineScript(lua.release, releaseOutcome, 4);
 const forceRelease = defineScript(lua.forceRelease, (reply) => reply === 1, 4);
 const leave = defineScript(lua.leave, (reply) => Number(reply), 3);
-const inspect = defineScript(lua.inspect, (reply) => {
-  const [locked, ttlMs, count] = (reply as number[]).map(Number);
-  return { locked: locked === 1, ttlMs: ttlMs!, count: count! };
-});
+const inspect = defineScript(lua.inspect, (reply) => decodeInspection(reply));
 const renew = defineScript(lua.renew, (reply) => (reply as number[]).map((flag) => flag === 1));
 
 /** The read-write lock's scripts with their decoders, for the Redlock commands that run them on every master. */
@@ -67,12 +64,45 @@ export interface RwCommands extends LockReads<RwSideKeys> {
   renew(targets: readonly RwTarget[], leaseMs: number): Promise<boolean[]>;
 }
 
-export class RwLockCommands implements RwCommands {
+/** What one read of a side tells: whether it is locked, the lock's time to live, and an owner's hold count. */
+export interface RwInspection {
+  readonly locked: boolean;
+  readonly ttlMs: number;
+  readonly count: number;
+}
+
+/** The reads of a side, each one call of the layout's inspect script. */
+export abstract class RwReads {
+  /** The side's state, with `owner`'s hold count (0 without an owner). */
+  protected abstract inspect(keys: RwSideKeys, owner: string | undefined): Promise<RwInspection>;
+
+  async isLocked(keys: RwSideKeys): Promise<boolean> {
+    return (await this.inspect(keys, undefined)).locked;
+  }
+
+  async remainingTtlMs(keys: RwSideKeys): Promise<number | null> {
+    const { locked, ttlMs } = await this.inspect(keys, undefined);
+    return locked ? ttlMs : null;
+  }
+
+  async holdCount(keys: RwSideKeys, owner: string): Promise<number> {
+    return (await this.inspect(keys, owner)).count;
+  }
+}
+
+/** Names an inspect script's reply {locked, ttlMs, count}. */
+export const decodeInspection = (reply: unknown): RwInspection => {
+  const [locked, ttlMs, count] = (reply as number[]).map(Number);
+  return { locked: locked === 1, ttlMs: ttlMs!, count: count! };
+};
+
+export class RwLockCommands extends RwReads implements RwCommands {
   readonly settings: RwSettings;
   readonly #runner: ScriptRunner;
   readonly #publish: string;
 
   constructor(runner: ScriptRunner, publish: string, settings: RwSettings = RW_SETTINGS) {
+    super();
     this.#runner = runner;
     this.#publish = publish;
     this.settings = settings;
@@ -128,20 +158,7 @@ export class RwLockCommands implements RwCommands {
     return this.#runner.run(forceRelease, [k.hash, k.leases, k.waiting, k.batch, k.toReaders, k.toWriters], [keys.side, this.#publish, this.settings.batchMs]);
   }
 
-  #inspect(keys: RwSideKeys, member: string) {
-    return this.#runner.run(inspect, [keys.rw.hash, keys.rw.leases], [keys.side, member]);
-  }
-
-  async isLocked(keys: RwSideKeys): Promise<boolean> {
-    return (await this.#inspect(keys, '')).locked;
-  }
-
-  async remainingTtlMs(keys: RwSideKeys): Promise<number | null> {
-    const { locked, ttlMs } = await this.#inspect(keys, '');
-    return locked ? ttlMs : null;
-  }
-
-  async holdCount(keys: RwSideKeys, owner: string): Promise<number> {
-    return (await this.#inspect(keys, `${keys.side}:${owner}`)).count;
+  protected inspect(keys: RwSideKeys, owner: string | undefined): Promise<RwInspection> {
+    return this.#runner.run(inspect, [keys.rw.hash, keys.rw.leases], [keys.side, owner === undefined ? '' : `${keys.side}:${owner}`]);
   }
 }

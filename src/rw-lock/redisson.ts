@@ -6,7 +6,7 @@ import * as lua from '../generated/rw-lock.ts';
 import { reenterOutcome, releaseOutcome, type ReenterOutcome, type ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import { redissonPrefixed, redissonSuffixed } from '../runtime/slot.ts';
-import { decodeAcquire, RW_SETTINGS, type RwAcquireOutcome, type RwCommands, type RwSettings, type RwTarget } from './commands.ts';
+import { decodeAcquire, decodeInspection, RW_SETTINGS, RwReads, type RwAcquireOutcome, type RwCommands, type RwInspection, type RwSettings, type RwTarget } from './commands.ts';
 import type { RwLockKeys, RwSideKeys } from './keys.ts';
 
 /**
@@ -25,22 +25,20 @@ const writeAcquire = defineScript(lua.redissonWriteAcquire, (reply) => reply);
 const reenter = defineScript(lua.redissonReenter, reenterOutcome);
 const release = defineScript(lua.redissonRelease, releaseOutcome, 2);
 const forceRelease = defineScript(lua.redissonForceRelease, (reply) => reply === 1, 1);
-const inspect = defineScript(lua.redissonInspect, (reply) => {
-  const [locked, ttlMs, count] = (reply as number[]).map(Number);
-  return { locked: locked === 1, ttlMs: ttlMs!, count: count! };
-});
+const inspect = defineScript(lua.redissonInspect, (reply) => decodeInspection(reply));
 const renew = defineScript(lua.redissonRenew, (reply) => (reply as number[]).map((flag) => flag === 1));
 
 /** The hash field of a side's owner: `<owner>` reads, `<owner>:write` writes. */
 const fieldOf = (side: 'r' | 'w', owner: string) => (side === 'r' ? owner : `${owner}:write`);
 
 /** The read-write lock's commands over RReadWriteLock's keys, on one server or a Cluster. */
-export class RedissonRwCommands implements RwCommands {
+export class RedissonRwCommands extends RwReads implements RwCommands {
   readonly settings: RwSettings = RW_SETTINGS;
   readonly #runner: ScriptRunner;
   readonly #publish: string;
 
   constructor(runner: ScriptRunner, publish: string) {
+    super();
     this.#runner = runner;
     this.#publish = publish;
   }
@@ -84,20 +82,9 @@ export class RedissonRwCommands implements RwCommands {
     return this.#runner.run(forceRelease, [keys.rw.hash, keys.rw.toReaders], [keys.side, this.#publish]);
   }
 
-  #inspect(keys: RwSideKeys, field: string) {
-    return this.#runner.run(inspect, [keys.rw.hash], [keys.side, field]);
-  }
-
-  async isLocked(keys: RwSideKeys): Promise<boolean> {
-    return (await this.#inspect(keys, '')).locked;
-  }
-
-  async remainingTtlMs(keys: RwSideKeys): Promise<number | null> {
-    const { locked, ttlMs } = await this.#inspect(keys, '');
-    return locked ? (ttlMs === -1 ? Number.POSITIVE_INFINITY : ttlMs) : null;
-  }
-
-  async holdCount(keys: RwSideKeys, owner: string): Promise<number> {
-    return (await this.#inspect(keys, fieldOf(keys.side, owner))).count;
+  protected async inspect(keys: RwSideKeys, owner: string | undefined): Promise<RwInspection> {
+    const read = await this.#runner.run(inspect, [keys.rw.hash], [keys.side, owner === undefined ? '' : fieldOf(keys.side, owner)]);
+    // A hash without expiry (-1) never ends on its own.
+    return read.ttlMs === -1 ? { ...read, ttlMs: Number.POSITIVE_INFINITY } : read;
   }
 }
