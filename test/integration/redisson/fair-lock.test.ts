@@ -79,6 +79,18 @@ onEveryDeployment('layout redisson: fairLock() with RFairLock', (it, d) => {
     await lease.release();
   });
 
+  it('frees the lock of a dead relock holder at its lease end for a Java waiter', async () => {
+    const name = uniqueName('interop-fair');
+    const dying = d.relock({ leaseMs: 900 });
+    await dying.fairLock(name).acquire();
+    await dying.close(); // renewals stop, nothing is released
+    const java = d.java();
+    const startedAt = performance.now();
+    await within(java.fairLock(name).lock(1), 5_000, 'the Java waiter takes it');
+    assert.ok(performance.now() - startedAt > 200, 'not before the lease ended');
+    await java.fairLock(name).unlock(1);
+  });
+
   it('re-enters per side and renews a relock hold past its first lease', async () => {
     const name = uniqueName('interop-fair');
     const node = d.relock({ leaseMs: 600 });

@@ -116,6 +116,19 @@ onEveryDeployment('layout redisson: readWriteLock() with RReadWriteLock', (it, d
     assert.is(await d.call(name, 'EXISTS', name), 0);
   });
 
+  it('frees the lock of a dead relock writer at its lease end for a Java reader', async () => {
+    const name = uniqueName('interop-rw');
+    const dying = d.relock({ leaseMs: 900 });
+    await dying.readWriteLock(name).writeLock().acquire();
+    await dying.close(); // renewals stop, nothing is released: a process gone
+    const java = d.java();
+    assert.is(await java.readWriteLock(name).readLock().tryLock(1), false, 'kept out while the lease runs');
+    const startedAt = performance.now();
+    await within(java.readWriteLock(name).readLock().lock(1), 5_000, 'the Java reader gets in');
+    assert.ok(performance.now() - startedAt > 200, 'not before the lease ended');
+    await java.readWriteLock(name).readLock().unlock(1);
+  });
+
   it('frees the lock of a dead Java writer at its lease end', async () => {
     const name = uniqueName('interop-rw');
     const java = d.java({ leaseMs: 900 });
