@@ -20,7 +20,7 @@ const GROUPS: Record<string, readonly string[]> = {
   'acl+managed': ['integration/security.test.ts', 'integration/managed.test.ts'],
   'faults-short': ['faults-short'],
   // relock's Redisson layout against the Redisson stand-in (docs/redisson.md): plain pub/sub on Redis 6.0's Cluster.
-  'integration/redisson': ['integration/redisson'],
+  'integration/redisson': ['integration/redisson', 'layouts'],
 };
 
 const argv = process.argv.slice(2);

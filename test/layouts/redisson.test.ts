@@ -1,11 +1,12 @@
 // The contract suites over the Redisson layout (layout: 'redisson'): each kind it offers keeps every
 // promise of relock's own layout, on Redisson's keys (the interop suites in
-// test/integration/redisson/ check the other side, a Redisson client).
+// test/integration/redisson/, in npm test, check the other side, a Redisson client). Run by
+// `npm run test:clients` (its layout-redisson cell) and `npm run test:servers`, not by npm test.
 import { Redis } from 'ioredis';
 import { LockClient } from '../../src/index.ts';
 import { fixture } from '../helpers/fixture.ts';
-import { lockContract } from './lock-contract.ts';
-import { semaphoreContract } from './semaphore-contract.ts';
+import { lockContract } from '../contract/lock-contract.ts';
+import { semaphoreContract } from '../contract/semaphore-contract.ts';
 
 const clientOptions = { layout: 'redisson' } as const;
 
