@@ -2,7 +2,8 @@
 // family a LockClient can be given, besides npm test's (relock's own ioredis connections):
 // RELOCK_TEST_CLIENT names the family to the suites (test/helpers/clients.ts). iovalkey and node-redis
 // run the contract suites, Redlock, Cluster and the short fault run; node-redis with RESP3 and
-// node-redis 6 run the contract suites and the Cluster. Prints a line per family, then
+// node-redis 6 run the contract suites and the Cluster; GLIDE 2 (GlideClient, GlideClusterClient)
+// runs what iovalkey and node-redis do. Prints a line per family, then
 // "N passed, N failed" over all of them.
 // Usage: node --import tsx test/clients.ts [family ...]
 import { report, runCell, type Counts } from './matrix.ts';
@@ -13,6 +14,7 @@ const FAMILIES: Record<string, readonly string[]> = {
   'node-redis': FULL,
   'node-redis-resp3': ['contract', 'integration/cluster'],
   'node-redis-6': ['contract', 'integration/cluster'],
+  glide: FULL,
 };
 
 const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(FAMILIES);

@@ -1,0 +1,277 @@
+// What the GLIDE adapter (port/glide.ts) drives: the client's shape, its failures as the port reports
+// them, and relock's subscriber over GLIDE: a client of the user's client's class, created from
+// the configuration that client keeps, with what relock needs whatever it says (RESP3, which GLIDE's
+// pub/sub requires; reads from primaries; strings; a lazy connection; a message callback). GLIDE 2.3+
+// subscribes and unsubscribes at run time, reconnects by itself and resubscribes what it was asked
+// to (and on a Cluster follows slot moves), but says nothing when it did: what was published
+// meanwhile is lost. A heartbeat notices it: the connections' ids (HELLO, which no ACL refuses)
+// changed, or a subscription was missing, and the port's 'ready' then makes every waiter try again.
+import { EventEmitter } from 'node:events';
+import type { SubscriberConnection } from './port.ts';
+
+/** The configuration a GLIDE client keeps (its `config` field): what relock's subscriber is made from. */
+interface GlideConfig {
+  readonly addresses?: readonly { readonly host: string; readonly port?: number }[];
+  readonly [option: string]: unknown;
+}
+
+type Modes = Partial<Record<number, ReadonlySet<unknown>>>;
+
+/** What relock calls on a GLIDE client (GlideClient, GlideClusterClient of GLIDE 2.3 and later). */
+export interface Glide {
+  /** The options it was created with (private in GLIDE's types, a plain field at run time). */
+  readonly config?: GlideConfig;
+  readonly isClosed?: boolean;
+  customCommand(args: string[], options?: object): Promise<unknown>;
+  subscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  subscribeLazy?(channels: Iterable<string>): Promise<void>;
+  unsubscribeLazy?(channels: Iterable<string>): Promise<void>;
+  ssubscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  sunsubscribeLazy?(channels: Iterable<string>): Promise<void>;
+  getSubscriptions?(): Promise<{ readonly desiredSubscriptions: Modes; readonly actualSubscriptions: Modes }>;
+  close(message?: string): void;
+}
+
+/** GLIDE's createClient, a static method of the client's class. */
+interface Factory {
+  createClient?(config: object): Promise<Glide>;
+}
+
+/** GLIDE's ProtocolVersion.RESP3 and Decoder.String. */
+const RESP3 = 0;
+const STRING = 1;
+/** How long a SUBSCRIBE may take to be in place on the server. */
+const SUBSCRIBE_MS = 5_000;
+/** The subscriber's own request timeout (its heartbeat and PING). */
+const REQUEST_MS = 2_000;
+/** How often a subscriber with channels checks that its connections and subscriptions are the same. */
+const HEARTBEAT_MS = 1_000;
+
+const closed = () => new Error('the subscriber connection was closed');
+
+/** GLIDE's names of the server errors it knows (redis-rs's ErrorKind), and the codes the server sent. */
+const CODES: Readonly<Record<string, string>> = {
+  ResponseError: 'ERR',
+  NoScriptError: 'NOSCRIPT',
+  PermissionDenied: 'NOPERM',
+  Moved: 'MOVED',
+  Ask: 'ASK',
+  ClusterDown: 'CLUSTERDOWN',
+  TryAgain: 'TRYAGAIN',
+  BusyLoadingError: 'LOADING',
+  MasterDown: 'MASTERDOWN',
+  ReadOnly: 'READONLY',
+  ExecAbortError: 'EXECABORT',
+  CrossSlot: 'CROSSSLOT',
+  NotBusy: 'NOTBUSY',
+};
+const KNOWN = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/;
+/** A code GLIDE does not know, as redis-rs prints it: the server's first word, a colon. */
+const OTHER = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/;
+
+/** The server's reply as it sent it, from a GLIDE error, or undefined when the server did not answer. */
+export function serverReply(error: unknown): string | undefined {
+  if (!(error instanceof Error) || (error.name !== 'RequestError' && error.name !== 'ExecAbortError')) return undefined;
+  const known = KNOWN.exec(error.message);
+  if (known) return `${CODES[known[1]!] ?? known[1]!.toUpperCase()} ${known[2]}`;
+  const other = OTHER.exec(error.message);
+  return other ? `${other[1]} ${other[2]}` : undefined;
+}
+
+/** A failure as the port reports it: the server's answer as an Error named 'ReplyError', anything else as it is. */
+export function portError(error: unknown): unknown {
+  const reply = serverReply(error);
+  if (reply === undefined) return error;
+  const named = new Error(reply, { cause: error });
+  named.name = 'ReplyError';
+  return named;
+}
+
+/** Whether every subscription asked for is in place on the server, as GLIDE knows it. */
+function inPlace({ desiredSubscriptions, actualSubscriptions }: { readonly desiredSubscriptions: Modes; readonly actualSubscriptions: Modes }): boolean {
+  return Object.entries(desiredSubscriptions).every(([mode, wanted]) => [...(wanted ?? [])].every((channel) => actualSubscriptions[Number(mode)]?.has(channel) === true));
+}
+
+/** A subscriber connection over a GLIDE client relock creates at the first subscription and closes in disconnect(). */
+export class GlideSubscriber extends EventEmitter implements SubscriberConnection {
+  readonly #user: Glide;
+  readonly #cluster: boolean;
+  #client: Promise<Glide> | undefined;
+  #made: Glide | undefined;
+  #ended = false;
+  #state: 'wait' | 'ready' | 'reconnecting' = 'wait';
+  /** Subscribed channels, and which of them are sharded ('smessage'). */
+  readonly #channels = new Set<string>();
+  readonly #sharded = new Set<string>();
+  #beat: NodeJS.Timeout | undefined;
+  /** The HELLO replies of the last heartbeat: a connection id that changed is a new connection. */
+  #seen: string | undefined;
+  #missing = false;
+
+  constructor(user: Glide, cluster: boolean) {
+    super();
+    this.#user = user;
+    this.#cluster = cluster;
+  }
+
+  get status(): string {
+    return this.#ended ? 'end' : this.#state;
+  }
+
+  #open(): Promise<Glide> {
+    this.#client ??= this.#create().then(
+      (client) => {
+        if (this.#ended) {
+          client.close();
+          throw closed();
+        }
+        return (this.#made = client);
+      },
+      (error: unknown) => {
+        // A configuration GLIDE refuses: said once, and tried again at the next subscription.
+        this.#client = undefined;
+        this.emit('error', error);
+        throw error;
+      },
+    );
+    return this.#client;
+  }
+
+  #create(): Promise<Glide> {
+    const { createClient } = this.#user.constructor as Factory;
+    if (typeof createClient !== 'function') return Promise.reject(new TypeError('the GLIDE client has no createClient() to open a subscriber with'));
+    // The user's own subscriptions and client-side cache are theirs; everything else (addresses,
+    // credentials, TLS, database, timeouts, backoff, address resolver) is the user's client's.
+    const { pubsubSubscriptions: _subscriptions, clientSideCache: _cache, ...config } = this.#user.config ?? {};
+    return createClient.call(this.#user.constructor, {
+      ...config,
+      protocol: RESP3,
+      readFrom: 'primary',
+      defaultDecoder: STRING,
+      lazyConnect: true,
+      requestTimeout: REQUEST_MS,
+      pubsubSubscriptions: { channelsAndPatterns: {}, callback: (message: { channel: unknown; message: unknown }) => this.#message(message) },
+    });
+  }
+
+  #message({ channel, message }: { channel: unknown; message: unknown }): void {
+    const name = String(channel);
+    this.emit(this.#sharded.has(name) ? 'smessage' : 'message', name, String(message));
+  }
+
+  /** `run` on the subscriber client, opened first; after disconnect() nothing is sent. */
+  async #command<T>(run: (client: Glide) => Promise<T>): Promise<T> {
+    if (this.#ended) throw closed();
+    const client = await this.#open();
+    if (this.#ended) throw closed();
+    try {
+      return await run(client);
+    } catch (error) {
+      throw portError(error);
+    }
+  }
+
+  /** SUBSCRIBE or SSUBSCRIBE, in place on the server when it resolves; a failure leaves no new channel asked for. */
+  #subscribe(channels: string[], sharded: boolean): Promise<unknown> {
+    return this.#command(async (client) => {
+      const fresh = channels.filter((channel) => !this.#channels.has(channel));
+      try {
+        await (sharded ? client.ssubscribe!(channels, SUBSCRIBE_MS) : client.subscribe!(channels, SUBSCRIBE_MS));
+      } catch (error) {
+        // GLIDE keeps trying what it was asked for: a channel nobody waits on is taken back.
+        if (fresh.length > 0) (sharded ? client.sunsubscribeLazy!(fresh) : client.unsubscribeLazy!(fresh)).catch(() => undefined);
+        throw error;
+      }
+      for (const channel of channels) {
+        this.#channels.add(channel);
+        if (sharded) this.#sharded.add(channel);
+      }
+      this.#up();
+    });
+  }
+
+  #unsubscribe(channels: string[], sharded: boolean): Promise<unknown> {
+    for (const channel of channels) {
+      this.#channels.delete(channel);
+      this.#sharded.delete(channel);
+    }
+    if (!this.#made) return Promise.resolve();
+    return this.#command((client) => (sharded ? client.sunsubscribeLazy!(channels) : client.unsubscribeLazy!(channels)));
+  }
+
+  subscribe(...channels: string[]): Promise<unknown> {
+    return this.#subscribe(channels, false);
+  }
+
+  unsubscribe(...channels: string[]): Promise<unknown> {
+    return this.#unsubscribe(channels, false);
+  }
+
+  ssubscribe(...channels: string[]): Promise<unknown> {
+    return this.#subscribe(channels, true);
+  }
+
+  sunsubscribe(...channels: string[]): Promise<unknown> {
+    return this.#unsubscribe(channels, true);
+  }
+
+  ping(): Promise<unknown> {
+    return this.#command((client) => client.customCommand(['PING'], { decoder: STRING }));
+  }
+
+  disconnect(): void {
+    this.#ended = true;
+    clearTimeout(this.#beat);
+    this.#beat = undefined;
+    this.#made?.close();
+    // Still being created: #open() closes it when it comes.
+  }
+
+  /** A subscription is in place: connected. The first time, 'ready'; then the heartbeat watches. */
+  #up(): void {
+    if (this.#state === 'wait') {
+      this.#state = 'ready';
+      this.emit('ready');
+    }
+    this.#heartbeatSoon();
+  }
+
+  #heartbeatSoon(): void {
+    if (this.#beat || this.#ended) return;
+    this.#beat = setTimeout(() => {
+      void this.#heartbeat().finally(() => {
+        this.#beat = undefined;
+        // Beats while there are channels, and until a lost connection is back.
+        if (this.#channels.size > 0 || this.#state === 'reconnecting') this.#heartbeatSoon();
+      });
+    }, HEARTBEAT_MS).unref();
+  }
+
+  /**
+   * Messages may have been lost when a connection was down, was replaced (its id changed), or a
+   * subscription was missing (a slot moved, GLIDE resubscribing): then 'ready', and relock
+   * resubscribes (in place when it resolves) and lets every waiter try again.
+   */
+  async #heartbeat(): Promise<void> {
+    const client = this.#made;
+    if (!client || this.#ended) return;
+    let seen: string;
+    let missing: boolean;
+    try {
+      const hello = await client.customCommand(['HELLO'], this.#cluster ? { route: 'allPrimaries', decoder: STRING } : { decoder: STRING });
+      seen = JSON.stringify(hello);
+      missing = client.getSubscriptions ? !inPlace(await client.getSubscriptions()) : false;
+    } catch (error) {
+      if (this.#ended) return;
+      if (this.#state !== 'reconnecting') {
+        this.#state = 'reconnecting';
+        this.emit('error', error);
+      }
+      return;
+    }
+    if (this.#ended) return;
+    const lost = this.#state === 'reconnecting' || (this.#seen !== undefined && seen !== this.#seen) || (missing && !this.#missing);
+    [this.#seen, this.#missing, this.#state] = [seen, missing, 'ready'];
+    if (lost) this.emit('ready');
+  }
+}

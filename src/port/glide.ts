@@ -1,0 +1,154 @@
+// The GLIDE adapter of the client port: GlideClient and GlideClusterClient of @valkey/valkey-glide
+// 2.3 and later (dynamic pub/sub). It imports nothing from GLIDE: it drives the client it is given
+// through customCommand. What GLIDE 2.5 does, measured (test/integration/glide.test.ts):
+// - A server's error reply rejects with a RequestError whose message GLIDE rewrote: "An error was
+//   signalled by the server: - NoScriptError: ..." for the codes it knows, "WRONGTYPE: ..." for the
+//   others. The port gives it back as the server sent it ("NOSCRIPT ...", "WRONGTYPE ..."), named
+//   'ReplyError'. A RequestError in neither form (a connection that could not be made) is a failure.
+// - Every command has the client's `requestTimeout` (GLIDE's default: 250 ms), from its sending to its
+//   answer, reconnection included: Redis down or frozen fails it with a TimeoutError then. WAIT gets
+//   its own timeout added by GLIDE (a WAIT of 1 s returned after 1 s on a 250 ms client).
+// - A command out when its connection drops fails with a ConnectionError and is not sent again (on
+//   one server and on a Cluster), so a drop never runs a script twice: `drops` stays 0.
+// - A Cluster routes a command with `route: { type: 'primarySlotKey', key }`; its slot map comes from
+//   CLUSTER SLOTS. Its own subscriber routes SSUBSCRIBE to each channel's shard and resubscribes after
+//   a slot move or a reconnection, so relock subscribes through it (`routesPubSub`).
+// - GLIDE keeps the configuration a client was created with (its `config` field): relock's subscriber
+//   is a client of the same class created from it (glide-connection.ts).
+import type { GlideClientLike, GlideClusterLike } from '../options.ts';
+import { GlideSubscriber, portError, type Glide } from './glide-connection.ts';
+import type { RedisPort, Topology } from './port.ts';
+
+export type { Glide };
+export { serverReply } from './glide-connection.ts';
+
+/** GLIDE's Decoder.String: relock reads strings whatever the client's `defaultDecoder`. */
+const STRING = 1;
+/** The first version whose subscriptions change at run time: relock's one subscriber needs it. */
+export const GLIDE_DYNAMIC_PUBSUB = '2.3';
+
+type Args = readonly (string | number)[];
+
+/** A GLIDE client of any version: `customCommand` and GLIDE's pub/sub queue (`getPubSubMessage`). */
+export function isGlideClient(value: object): value is GlideClientLike | GlideClusterLike {
+  return typeof (value as Glide).customCommand === 'function' && typeof (value as { getPubSubMessage?: unknown }).getPubSubMessage === 'function';
+}
+
+/** A GLIDE Cluster client (GlideClusterClient): it routes commands, `invokeScriptWithRoute`. */
+export function isGlideCluster(value: object): value is GlideClusterLike {
+  return isGlideClient(value) && (value.constructor?.name === 'GlideClusterClient' || typeof (value as { invokeScriptWithRoute?: unknown }).invokeScriptWithRoute === 'function');
+}
+
+/**
+ * Why relock cannot use this GLIDE client, or undefined when it can: subscriptions fixed at creation
+ * (GLIDE 1.x, 2.0-2.2), or no configuration to open relock's subscriber from.
+ */
+export function glideRefusal(value: object): string | undefined {
+  const glide = value as Glide;
+  if (typeof glide.subscribeLazy !== 'function' || typeof glide.getSubscriptions !== 'function') {
+    return `its subscriptions are fixed at creation (GLIDE 1.x or 2.0-2.2): relock subscribes and unsubscribes as waiters come and go, which needs @valkey/valkey-glide ${GLIDE_DYNAMIC_PUBSUB} or later`;
+  }
+  const addresses = glide.config?.addresses;
+  if (!Array.isArray(addresses) || addresses.length === 0) {
+    return "relock opens its subscriber with the client's own configuration, and this client keeps none (no `config.addresses`)";
+  }
+  return undefined;
+}
+
+/** host:port of a GLIDE client's first address, for messages. */
+export function glideLabel(value: GlideClientLike | GlideClusterLike): string {
+  const first = (value as unknown as Glide).config?.addresses?.[0];
+  return first ? `${first.host}:${first.port ?? 6379}` : 'GLIDE';
+}
+
+/** GLIDE gives a RESP3 map as `[{ key, value }]`: relock reads replies as RESP2 gives them (flat arrays). */
+function flat(reply: unknown): unknown {
+  if (!Array.isArray(reply)) return reply;
+  const entry = reply[0] as { key?: unknown; value?: unknown } | undefined;
+  if (typeof entry === 'object' && entry !== null && !Array.isArray(entry) && 'key' in entry && 'value' in entry) {
+    return (reply as { key: unknown; value: unknown }[]).flatMap(({ key, value }) => [key, flat(value)]);
+  }
+  return reply.map(flat);
+}
+
+/** The last connection failure of relock's commands per client, shared by every LockClient over it. */
+const failures = new WeakMap<object, { lastError: Error | undefined }>();
+
+const strings = (args: Args): string[] => args.map(String);
+
+/**
+ * The port over a GLIDE client or Cluster client passed in: relock never closes it nor listens on it
+ * (GLIDE has no events). `onError` hears the errors of relock's subscriber.
+ */
+export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (error: Error) => void): RedisPort {
+  const client = given as unknown as Glide;
+  const cluster = isGlideCluster(given);
+  let watch = failures.get(client);
+  if (!watch) failures.set(client, (watch = { lastError: undefined }));
+  const seen = watch;
+  const send = (args: string[], route?: unknown): Promise<unknown> =>
+    client.customCommand(args, route === undefined ? { decoder: STRING } : { route, decoder: STRING }).catch((error: unknown) => {
+      const failure = portError(error);
+      if (failure === error && error instanceof Error) seen.lastError = error;
+      throw failure;
+    });
+  // On a Cluster: the primary of the key's slot, or any node for a command without a key.
+  const at = (key: string | undefined) => (!cluster ? undefined : key === undefined ? 'randomNode' : { type: 'primarySlotKey', key });
+  const script = (head: string, body: string, keys: readonly string[], args: Args) => send([head, body, String(keys.length), ...keys, ...strings(args)], at(keys[0]));
+  return {
+    cluster,
+    routesPubSub: cluster,
+    // GLIDE reports no connection state: a client is usable until closed (a command to a Redis that
+    // is down fails after the client's requestTimeout).
+    get status() {
+      return client.isClosed === true ? 'end' : 'ready';
+    },
+    // A command out when its connection dropped fails and is never sent again.
+    drops: 0,
+    get lastError() {
+      return seen.lastError;
+    },
+    topology: cluster ? glideTopology((args) => send(args, 'randomNode')) : undefined,
+    evalsha: (sha1, keys, args) => script('EVALSHA', sha1, keys, args),
+    eval: (source, keys, args) => script('EVAL', source, keys, args),
+    command: async (name, args, routedByKey) => flat(await send([name, ...strings(args)], at(routedByKey ? String(args[0]) : undefined))),
+    // GLIDE adds the WAIT's own timeout to the request timeout; on a Cluster it goes to the master
+    // that took the key, on the connection that wrote it (one multiplexed connection per node).
+    waitReplicas: async (key, replicas, timeoutMs) => Number(await send(['WAIT', String(replicas), String(timeoutMs)], at(key))),
+    openSubscriber: () => {
+      const subscriber = new GlideSubscriber(client, cluster);
+      subscriber.on('error', (error: Error) => onError(error));
+      return subscriber;
+    },
+    openNode: () => {
+      throw new Error("a GLIDE Cluster subscribes through openSubscriber(): its client routes the channels");
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+/** The slot map of a GLIDE Cluster, read with CLUSTER SLOTS at each refresh() (addresses as the servers announce them). */
+function glideTopology(ask: (args: string[]) => Promise<unknown>): Topology {
+  const watchers = new Set<() => void>();
+  let ranges: { readonly from: number; readonly to: number; readonly node: string }[] = [];
+  return {
+    owner: (slot) => ranges.find((range) => slot >= range.from && slot <= range.to)?.node,
+    async refresh() {
+      const reply = await ask(['CLUSTER', 'SLOTS']);
+      ranges = (Array.isArray(reply) ? reply : []).flatMap((row: unknown) => {
+        const [from, to, master] = row as [number, number, [string, number] | undefined];
+        return master ? [{ from: Number(from), to: Number(to), node: `${master[0]}:${master[1]}` }] : [];
+      });
+      for (const watcher of watchers) watcher();
+    },
+    watch(listener) {
+      watchers.add(listener);
+      return () => void watchers.delete(listener);
+    },
+    masters: () =>
+      [...new Set(ranges.map((range) => range.node))].map((node) => {
+        const at = node.lastIndexOf(':');
+        return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+      }),
+  };
+}
