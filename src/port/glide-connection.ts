@@ -44,6 +44,8 @@ const STRING = 1;
 const SUBSCRIBE_MS = 5_000;
 /** The subscriber's own request timeout (its heartbeat and PING). */
 const REQUEST_MS = 2_000;
+/** How often GLIDE compares the subscriptions asked for with the server's (about 3 s when left unset). */
+const RECONCILE_MS = 1_000;
 /** How often a subscriber with channels checks that its connections and subscriptions are the same. */
 const HEARTBEAT_MS = 1_000;
 
@@ -150,6 +152,8 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
       defaultDecoder: STRING,
       lazyConnect: true,
       requestTimeout: REQUEST_MS,
+      // GLIDE puts back a subscription it lost (a slot moved, a failover) at its next reconciliation.
+      advancedConfiguration: { ...(config['advancedConfiguration'] as object | undefined), pubsubReconciliationIntervalMs: RECONCILE_MS },
       pubsubSubscriptions: { channelsAndPatterns: {}, callback: (message: { channel: unknown; message: unknown }) => this.#message(message) },
     });
   }
@@ -175,6 +179,9 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
   #subscribe(channels: string[], sharded: boolean): Promise<unknown> {
     return this.#command(async (client) => {
       const fresh = channels.filter((channel) => !this.#channels.has(channel));
+      // The connection before the first subscription: the heartbeat's first reference (a reconnection
+      // after it shows as a new id; one before the SUBSCRIBE only makes waiters try once more).
+      this.#seen ??= await this.#hello(client);
       try {
         await (sharded ? client.ssubscribe!(channels, SUBSCRIBE_MS) : client.subscribe!(channels, SUBSCRIBE_MS));
       } catch (error) {
@@ -247,6 +254,11 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     }, HEARTBEAT_MS).unref();
   }
 
+  /** The server's HELLO on each connection (every primary's on a Cluster): their ids tell a new connection. */
+  async #hello(client: Glide): Promise<string> {
+    return JSON.stringify(await client.customCommand(['HELLO'], this.#cluster ? { route: 'allPrimaries', decoder: STRING } : { decoder: STRING }));
+  }
+
   /**
    * Messages may have been lost when a connection was down, was replaced (its id changed), or a
    * subscription was missing (a slot moved, GLIDE resubscribing): then 'ready', and relock
@@ -258,8 +270,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     let seen: string;
     let missing: boolean;
     try {
-      const hello = await client.customCommand(['HELLO'], this.#cluster ? { route: 'allPrimaries', decoder: STRING } : { decoder: STRING });
-      seen = JSON.stringify(hello);
+      seen = await this.#hello(client);
       missing = client.getSubscriptions ? !inPlace(await client.getSubscriptions()) : false;
     } catch (error) {
       if (this.#ended) return;
