@@ -89,10 +89,9 @@ export function portError(error: unknown): unknown {
   return named;
 }
 
-/** Whether every subscription asked for is in place on the server, as GLIDE knows it. */
-function inPlace({ desiredSubscriptions, actualSubscriptions }: { readonly desiredSubscriptions: Modes; readonly actualSubscriptions: Modes }): boolean {
-  return Object.entries(desiredSubscriptions).every(([mode, wanted]) => [...(wanted ?? [])].every((channel) => actualSubscriptions[Number(mode)]?.has(channel) === true));
-}
+/** GLIDE's PubSubChannelModes: Exact, and on a Cluster Sharded. */
+const EXACT = 0;
+const SHARDED = 2;
 
 /** A subscriber connection over a GLIDE client relock creates at the first subscription and closes in disconnect(). */
 export class GlideSubscriber extends EventEmitter implements SubscriberConnection {
@@ -254,6 +253,17 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     }, HEARTBEAT_MS).unref();
   }
 
+  /**
+   * Whether a channel whose subscription was confirmed is not in place on the server, as GLIDE knows
+   * it (one being subscribed or unsubscribed now is not counted: GLIDE lists it as asked for, not yet in place).
+   */
+  #missingFrom(actual: Modes): boolean {
+    for (const channel of this.#channels) {
+      if (actual[this.#sharded.has(channel) ? SHARDED : EXACT]?.has(channel) !== true) return true;
+    }
+    return false;
+  }
+
   /** The server's HELLO on each connection (every primary's on a Cluster): their ids tell a new connection. */
   async #hello(client: Glide): Promise<string> {
     return JSON.stringify(await client.customCommand(['HELLO'], this.#cluster ? { route: 'allPrimaries', decoder: STRING } : { decoder: STRING }));
@@ -271,7 +281,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     let missing: boolean;
     try {
       seen = await this.#hello(client);
-      missing = client.getSubscriptions ? !inPlace(await client.getSubscriptions()) : false;
+      missing = client.getSubscriptions ? this.#missingFrom((await client.getSubscriptions()).actualSubscriptions) : false;
     } catch (error) {
       if (this.#ended) return;
       if (this.#state !== 'reconnecting') {
