@@ -1,11 +1,11 @@
-// What the GLIDE adapter (port/glide.ts) drives: the client's shape, its failures as the port reports
-// them, and relock's subscriber over GLIDE: a client of the user's client's class, created from
-// the configuration that client keeps, with what relock needs whatever it says (RESP3, which GLIDE's
-// pub/sub requires; reads from primaries; strings; a lazy connection; a message callback). GLIDE 2.3+
-// subscribes and unsubscribes at run time, reconnects by itself and resubscribes what it was asked
-// to (and on a Cluster follows slot moves), but says nothing when it did: what was published
-// meanwhile is lost. A heartbeat notices it: the connections' ids (HELLO, which no ACL refuses)
-// changed, or a subscription was missing, and the port's 'ready' then makes every waiter try again.
+// What the GLIDE adapter (port/glide.ts) drives: the client's shape, and relock's subscriber over
+// GLIDE: a client of the user's client's class, created from the configuration that client keeps,
+// with what relock needs whatever it says (RESP3, which GLIDE's pub/sub requires; reads from
+// primaries; strings; a lazy connection; a message callback). GLIDE 2.3+ subscribes and unsubscribes
+// at run time, reconnects by itself and resubscribes what it was asked to (and on a Cluster follows
+// slot moves), but says nothing when it did: what was published meanwhile is lost. A heartbeat
+// notices it: the connections' ids (HELLO, which no ACL refuses) changed, or a subscription was
+// missing, and the port's 'ready' then makes every waiter try again.
 import { EventEmitter } from 'node:events';
 import type { SubscriberConnection } from './port.ts';
 
@@ -51,44 +51,6 @@ const HEARTBEAT_MS = 1_000;
 
 const closed = () => new Error('the subscriber connection was closed');
 
-/** GLIDE's names of the server errors it knows (redis-rs's ErrorKind), and the codes the server sent. */
-const CODES: Readonly<Record<string, string>> = {
-  ResponseError: 'ERR',
-  NoScriptError: 'NOSCRIPT',
-  PermissionDenied: 'NOPERM',
-  Moved: 'MOVED',
-  Ask: 'ASK',
-  ClusterDown: 'CLUSTERDOWN',
-  TryAgain: 'TRYAGAIN',
-  BusyLoadingError: 'LOADING',
-  MasterDown: 'MASTERDOWN',
-  ReadOnly: 'READONLY',
-  ExecAbortError: 'EXECABORT',
-  CrossSlot: 'CROSSSLOT',
-  NotBusy: 'NOTBUSY',
-};
-const KNOWN = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/;
-/** A code GLIDE does not know, as redis-rs prints it: the server's first word, a colon. */
-const OTHER = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/;
-
-/** The server's reply as it sent it, from a GLIDE error, or undefined when the server did not answer. */
-export function serverReply(error: unknown): string | undefined {
-  if (!(error instanceof Error) || (error.name !== 'RequestError' && error.name !== 'ExecAbortError')) return undefined;
-  const known = KNOWN.exec(error.message);
-  if (known) return `${CODES[known[1]!] ?? known[1]!.toUpperCase()} ${known[2]}`;
-  const other = OTHER.exec(error.message);
-  return other ? `${other[1]} ${other[2]}` : undefined;
-}
-
-/** A failure as the port reports it: the server's answer as an Error named 'ReplyError', anything else as it is. */
-export function portError(error: unknown): unknown {
-  const reply = serverReply(error);
-  if (reply === undefined) return error;
-  const named = new Error(reply, { cause: error });
-  named.name = 'ReplyError';
-  return named;
-}
-
 /** GLIDE's PubSubChannelModes: Exact, and on a Cluster Sharded. */
 const EXACT = 0;
 const SHARDED = 2;
@@ -97,6 +59,8 @@ const SHARDED = 2;
 export class GlideSubscriber extends EventEmitter implements SubscriberConnection {
   readonly #user: Glide;
   readonly #cluster: boolean;
+  /** A failure as the port reports it (the server's replies named 'ReplyError'). */
+  readonly #failure: (error: unknown) => unknown;
   #client: Promise<Glide> | undefined;
   #made: Glide | undefined;
   #ended = false;
@@ -109,10 +73,11 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
   #seen: string | undefined;
   #missing = false;
 
-  constructor(user: Glide, cluster: boolean) {
+  constructor(user: Glide, cluster: boolean, failure: (error: unknown) => unknown) {
     super();
     this.#user = user;
     this.#cluster = cluster;
+    this.#failure = failure;
   }
 
   get status(): string {
@@ -170,7 +135,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     try {
       return await run(client);
     } catch (error) {
-      throw portError(error);
+      throw this.#failure(error);
     }
   }
 

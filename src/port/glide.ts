@@ -16,11 +16,10 @@
 // - GLIDE keeps the configuration a client was created with (its `config` field): relock's subscriber
 //   is a client of the same class created from it (glide-connection.ts).
 import type { GlideClientLike, GlideClusterLike } from '../options.ts';
-import { GlideSubscriber, portError, type Glide } from './glide-connection.ts';
+import { GlideSubscriber, type Glide } from './glide-connection.ts';
 import type { RedisPort, Topology } from './port.ts';
 
 export type { Glide };
-export { serverReply } from './glide-connection.ts';
 
 /** GLIDE's Decoder.String: relock reads strings whatever the client's `defaultDecoder`. */
 const STRING = 1;
@@ -59,6 +58,44 @@ export function glideRefusal(value: object): string | undefined {
 export function glideLabel(value: GlideClientLike | GlideClusterLike): string {
   const first = (value as unknown as Glide).config?.addresses?.[0];
   return first ? `${first.host}:${first.port ?? 6379}` : 'GLIDE';
+}
+
+/** GLIDE's names of the server errors it knows (redis-rs's ErrorKind), and the codes the server sent. */
+const CODES: Readonly<Record<string, string>> = {
+  ResponseError: 'ERR',
+  NoScriptError: 'NOSCRIPT',
+  PermissionDenied: 'NOPERM',
+  Moved: 'MOVED',
+  Ask: 'ASK',
+  ClusterDown: 'CLUSTERDOWN',
+  TryAgain: 'TRYAGAIN',
+  BusyLoadingError: 'LOADING',
+  MasterDown: 'MASTERDOWN',
+  ReadOnly: 'READONLY',
+  ExecAbortError: 'EXECABORT',
+  CrossSlot: 'CROSSSLOT',
+  NotBusy: 'NOTBUSY',
+};
+const KNOWN = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/;
+/** A code GLIDE does not know, as redis-rs prints it: the server's first word, a colon. */
+const OTHER = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/;
+
+/** The server's reply as it sent it, from a GLIDE error, or undefined when the server did not answer. */
+export function serverReply(error: unknown): string | undefined {
+  if (!(error instanceof Error) || (error.name !== 'RequestError' && error.name !== 'ExecAbortError')) return undefined;
+  const known = KNOWN.exec(error.message);
+  if (known) return `${CODES[known[1]!] ?? known[1]!.toUpperCase()} ${known[2]}`;
+  const other = OTHER.exec(error.message);
+  return other ? `${other[1]} ${other[2]}` : undefined;
+}
+
+/** A failure as the port reports it: the server's answer as an Error named 'ReplyError', anything else as it is. */
+export function portError(error: unknown): unknown {
+  const reply = serverReply(error);
+  if (reply === undefined) return error;
+  const named = new Error(reply, { cause: error });
+  named.name = 'ReplyError';
+  return named;
 }
 
 /** GLIDE gives a RESP3 map as `[{ key, value }]`: relock reads replies as RESP2 gives them (flat arrays). */
@@ -116,7 +153,7 @@ export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (e
     // that took the key, on the connection that wrote it (one multiplexed connection per node).
     waitReplicas: async (key, replicas, timeoutMs) => Number(await send(['WAIT', String(replicas), String(timeoutMs)], at(key))),
     openSubscriber: () => {
-      const subscriber = new GlideSubscriber(client, cluster);
+      const subscriber = new GlideSubscriber(client, cluster, portError);
       subscriber.on('error', (error: Error) => onError(error));
       return subscriber;
     },
