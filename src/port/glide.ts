@@ -108,8 +108,37 @@ function flat(reply: unknown): unknown {
   return reply.map(flat);
 }
 
-/** The last connection failure of relock's commands per client, shared by every LockClient over it. */
-const failures = new WeakMap<object, { lastError: Error | undefined }>();
+/** What the port knows of a client passed in, shared by every LockClient over it. */
+interface Watch {
+  /** The last failure of a command relock sent that the server did not answer. */
+  lastError: Error | undefined;
+  /** One server: such a failure came, and no answer since (a Redlock attempt counts the master out). */
+  down: boolean;
+  probing: boolean;
+  /** Ports open over it: nothing is probed for a client no LockClient uses. */
+  users: number;
+}
+
+const watches = new WeakMap<object, Watch>();
+/** How often a GLIDE client known down is PINGed until it answers (GLIDE reports no reconnection). */
+const PROBE_MS = 200;
+
+/** PINGs `client` until it answers, while it is known down and some LockClient uses it. */
+function probe(client: Glide, watch: Watch): void {
+  if (watch.probing) return;
+  watch.probing = true;
+  const up = () => {
+    watch.down = false;
+    watch.probing = false;
+  };
+  const next = () =>
+    setTimeout(() => {
+      if (!watch.down || watch.users === 0 || client.isClosed === true) return void (watch.probing = false);
+      // Any answer, a refusal included, is the server's: the connection is back.
+      client.customCommand(['PING'], { decoder: STRING }).then(up, (error: unknown) => (serverReply(error) === undefined ? next() : up()));
+    }, PROBE_MS).unref();
+  next();
+}
 
 const strings = (args: Args): string[] => args.map(String);
 
@@ -120,30 +149,46 @@ const strings = (args: Args): string[] => args.map(String);
 export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (error: Error) => void): RedisPort {
   const client = given as unknown as Glide;
   const cluster = isGlideCluster(given);
-  let watch = failures.get(client);
-  if (!watch) failures.set(client, (watch = { lastError: undefined }));
-  const seen = watch;
+  let found = watches.get(client);
+  if (!found) watches.set(client, (found = { lastError: undefined, down: false, probing: false, users: 0 }));
+  const watch = found;
+  watch.users++;
+  let open = true;
   const send = (args: string[], route?: unknown): Promise<unknown> =>
-    client.customCommand(args, route === undefined ? { decoder: STRING } : { route, decoder: STRING }).catch((error: unknown) => {
-      const failure = portError(error);
-      if (failure === error && error instanceof Error) seen.lastError = error;
-      throw failure;
-    });
+    client.customCommand(args, route === undefined ? { decoder: STRING } : { route, decoder: STRING }).then(
+      (reply) => {
+        watch.down = false;
+        return reply;
+      },
+      (error: unknown) => {
+        const failure = portError(error);
+        if (failure !== error) watch.down = false;
+        else if (error instanceof Error && error.name !== 'ClosingError') {
+          watch.lastError = error;
+          // GLIDE says nothing of a lost connection: on one server, a command that got no answer says it.
+          if (!cluster) {
+            watch.down = true;
+            probe(client, watch);
+          }
+        }
+        throw failure;
+      },
+    );
   // On a Cluster: the primary of the key's slot, or any node for a command without a key.
   const at = (key: string | undefined) => (!cluster ? undefined : key === undefined ? 'randomNode' : { type: 'primarySlotKey', key });
   const script = (head: string, body: string, keys: readonly string[], args: Args) => send([head, body, String(keys.length), ...keys, ...strings(args)], at(keys[0]));
   return {
     cluster,
     routesPubSub: cluster,
-    // GLIDE reports no connection state: a client is usable until closed (a command to a Redis that
-    // is down fails after the client's requestTimeout).
+    // GLIDE reports no connection state: a client is down from a command that got no answer (on one
+    // server) until a command or a PING is answered, and ended when closed.
     get status() {
-      return client.isClosed === true ? 'end' : 'ready';
+      return client.isClosed === true ? 'end' : watch.down ? 'reconnecting' : 'ready';
     },
     // A command out when its connection dropped fails and is never sent again.
     drops: 0,
     get lastError() {
-      return seen.lastError;
+      return watch.lastError;
     },
     topology: cluster ? glideTopology((args) => send(args, 'randomNode')) : undefined,
     evalsha: (sha1, keys, args) => script('EVALSHA', sha1, keys, args),
@@ -160,7 +205,11 @@ export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (e
     openNode: () => {
       throw new Error("a GLIDE Cluster subscribes through openSubscriber(): its client routes the channels");
     },
-    close: () => Promise.resolve(),
+    close: () => {
+      if (open) watch.users--;
+      open = false;
+      return Promise.resolve();
+    },
   };
 }
 

@@ -184,7 +184,7 @@ describe('GLIDE client, Redis down or frozen', (it) => {
     for (const client of made) client.close();
   });
 
-  it("tryAcquire() and acquire() reject with ERR_LOCK_UNREACHABLE after the client's requestTimeout (250 ms by default); acquire({ waitMs: 1000 }) by waitMs", async () => {
+  it("tryAcquire() and acquire() reject with ERR_LOCK_UNREACHABLE after the client's requestTimeout (250 ms by default); acquire({ waitMs: 1000 }) by waitMs; locks again once Redis is back", async () => {
     const server = await startPrivateRedis();
     const client = new LockClient({ redis: await glide(made, server) });
     client.on('error', noop);
@@ -202,6 +202,10 @@ describe('GLIDE client, Redis down or frozen', (it) => {
       const { error, ms } = await timed(client.lock(uniqueName()).acquire({ waitMs: 1_000 }), 5_000, 'acquire({ waitMs })');
       assert.is(error.code, 'ERR_LOCK_UNREACHABLE');
       assert.ok(ms >= 950 && ms < 2_100, `settled after ${Math.round(ms)} ms`);
+      // GLIDE reconnects by itself and says nothing: relock's PING finds the server back.
+      await server.restart();
+      const lease = await within(client.lock(uniqueName()).acquire({ waitMs: 3_000 }), 5_000, 'an acquire once Redis is back');
+      await lease.release();
     } finally {
       await client.close();
       await server.stop();
