@@ -16,6 +16,11 @@ interface GlideConfig {
 }
 
 type Modes = Partial<Record<number, ReadonlySet<unknown>>>;
+/** GLIDE's form of a RESP3 map: `[{ key, value }]`. */
+interface Entry {
+  readonly key: unknown;
+  readonly value: unknown;
+}
 
 /** What relock calls on a GLIDE client (GlideClient, GlideClusterClient of GLIDE 2.3 and later). */
 export interface Glide {
@@ -229,9 +234,18 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     return false;
   }
 
-  /** The server's HELLO on each connection (every primary's on a Cluster): their ids tell a new connection. */
+  /**
+   * The connection ids the server gives in HELLO (every primary's on a Cluster, by address, sorted:
+   * GLIDE lists the nodes' replies in the order they came): a new connection has a new id.
+   */
   async #hello(client: Glide): Promise<string> {
-    return JSON.stringify(await client.customCommand(['HELLO'], this.#cluster ? { route: 'allPrimaries', decoder: STRING } : { decoder: STRING }));
+    const reply = await client.customCommand(['HELLO'], this.#cluster ? { route: 'allPrimaries', decoder: STRING } : { decoder: STRING });
+    const idOf = (hello: unknown) => String((hello as readonly Entry[] | undefined)?.find((entry) => entry.key === 'id')?.value);
+    if (!this.#cluster) return idOf(reply);
+    return (reply as readonly Entry[])
+      .map(({ key, value }) => `${String(key)}=${idOf(value)}`)
+      .sort()
+      .join(' ');
   }
 
   /**
