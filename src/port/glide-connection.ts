@@ -50,9 +50,11 @@ const SUBSCRIBE_MS = 5_000;
 /** The subscriber's own request timeout (its heartbeat and PING). */
 const REQUEST_MS = 2_000;
 /** How often GLIDE compares the subscriptions asked for with the server's (about 3 s when left unset). */
-const RECONCILE_MS = 1_000;
-/** How often a subscriber with channels checks that its connections and subscriptions are the same. */
-const HEARTBEAT_MS = 1_000;
+const RECONCILE_MS = 500;
+/** How often a subscriber with channels checks its subscriptions (GLIDE's own record: no I/O). */
+const HEARTBEAT_MS = 250;
+/** Every how many checks it asks the server for its connections' ids (HELLO): once a second. */
+const HELLO_EVERY = 4;
 
 const closed = () => new Error('the subscriber connection was closed');
 
@@ -77,6 +79,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
   /** The HELLO replies of the last heartbeat: a connection id that changed is a new connection. */
   #seen: string | undefined;
   #missing = false;
+  #beats = 0;
 
   constructor(user: Glide, cluster: boolean, failure: (error: unknown) => unknown) {
     super();
@@ -259,7 +262,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     let seen: string;
     let missing: boolean;
     try {
-      seen = await this.#hello(client);
+      seen = this.#beats++ % HELLO_EVERY === 0 || this.#state === 'reconnecting' || this.#seen === undefined ? await this.#hello(client) : this.#seen;
       missing = client.getSubscriptions ? this.#missingFrom((await client.getSubscriptions()).actualSubscriptions) : false;
     } catch (error) {
       if (this.#ended) return;
