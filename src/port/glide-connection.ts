@@ -78,7 +78,8 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
   #beat: NodeJS.Timeout | undefined;
   /** The HELLO replies of the last heartbeat: a connection id that changed is a new connection. */
   #seen: string | undefined;
-  #missing = false;
+  /** Messages may have been lost since the last 'ready'. */
+  #lost = false;
   #beats = 0;
 
   constructor(user: Glide, cluster: boolean, failure: (error: unknown) => unknown) {
@@ -253,8 +254,10 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
 
   /**
    * Messages may have been lost when a connection was down, was replaced (its id changed), or a
-   * subscription was missing (a slot moved, GLIDE resubscribing): then 'ready', and relock
-   * resubscribes (in place when it resolves) and lets every waiter try again.
+   * subscription was missing (a slot moved, a failover, GLIDE resubscribing). Once every confirmed
+   * subscription is in place again, 'ready': relock subscribes again and lets every waiter try again.
+   * (GLIDE's subscribe resolves at once for a channel it already wants, in place or not: a 'ready'
+   * before then would have the waiters try again before they can hear the next release.)
    */
   async #heartbeat(): Promise<void> {
     const client = this.#made;
@@ -262,19 +265,24 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
     let seen: string;
     let missing: boolean;
     try {
-      seen = this.#beats++ % HELLO_EVERY === 0 || this.#state === 'reconnecting' || this.#seen === undefined ? await this.#hello(client) : this.#seen;
+      const hello = this.#beats++ % HELLO_EVERY === 0 || this.#state === 'reconnecting' || this.#seen === undefined;
+      seen = hello ? await this.#hello(client) : this.#seen!;
       missing = client.getSubscriptions ? this.#missingFrom((await client.getSubscriptions()).actualSubscriptions) : false;
     } catch (error) {
       if (this.#ended) return;
       if (this.#state !== 'reconnecting') {
         this.#state = 'reconnecting';
+        this.#lost = true;
         this.emit('error', error);
       }
       return;
     }
     if (this.#ended) return;
-    const lost = this.#state === 'reconnecting' || (this.#seen !== undefined && seen !== this.#seen) || (missing && !this.#missing);
-    [this.#seen, this.#missing, this.#state] = [seen, missing, 'ready'];
-    if (lost) this.emit('ready');
+    if ((this.#seen !== undefined && seen !== this.#seen) || missing) this.#lost = true;
+    [this.#seen, this.#state] = [seen, 'ready'];
+    if (this.#lost && !missing) {
+      this.#lost = false;
+      this.emit('ready');
+    }
   }
 }
