@@ -13,6 +13,8 @@ export { LockError, LockLostError, LockNotHeldError, LockTimeoutError, type Lock
 export type {
   AcquireOptions,
   AnyRedisClient,
+  GlideClientLike,
+  GlideClusterLike,
   LatchWaitOptions,
   Layout,
   LockClientOptions,

@@ -75,8 +75,49 @@ export interface NodeRedisCluster {
   nodeClient(...args: any[]): unknown;
 }
 
-/** A client relock can be given: ioredis (or iovalkey) `Redis`/`Cluster`, node-redis client or Cluster. */
-export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster;
+/**
+ * A GLIDE client (`GlideClient.createClient()` of @valkey/valkey-glide 2.3 or later): scripts go
+ * through `customCommand`; relock subscribes on a GLIDE client of its own, created from the
+ * configuration yours was created with (docs/clients.md, "GLIDE").
+ *
+ * @example
+ * ```ts
+ * const redis = await GlideClient.createClient({ addresses: [{ host: '10.0.0.1', port: 6379 }], requestTimeout: 1_000 });
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface GlideClientLike {
+  /** How relock sends its scripts and reads. */
+  customCommand(...args: any[]): Promise<unknown>;
+  /** GLIDE's pub/sub queue: how relock tells a GLIDE client from others. */
+  getPubSubMessage(...args: any[]): Promise<unknown>;
+  /** Subscriptions that change at run time (GLIDE 2.3): what relock's one subscriber needs. */
+  subscribeLazy(...args: any[]): Promise<unknown>;
+  /** Whether the subscriptions asked for are in place: relock's subscriber checks its own. */
+  getSubscriptions(...args: any[]): Promise<unknown>;
+}
+
+/**
+ * A GLIDE Cluster client (`GlideClusterClient.createClient()`, GLIDE 2.3 or later): scripts are
+ * routed to the primary of their key's slot; relock's own GLIDE Cluster client subscribes, sharded
+ * (SSUBSCRIBE) where the servers have it.
+ *
+ * @example
+ * ```ts
+ * const redis = await GlideClusterClient.createClient({ addresses: [{ host: '10.0.0.1', port: 7000 }], requestTimeout: 1_000 });
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface GlideClusterLike extends GlideClientLike {
+  /** Sharded subscriptions: relock's subscriber uses them on Redis 7 and later. */
+  ssubscribeLazy(...args: any[]): Promise<unknown>;
+}
+
+/**
+ * A client relock can be given: ioredis (or iovalkey) `Redis`/`Cluster`, node-redis client or
+ * Cluster, GLIDE client or Cluster client.
+ */
+export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster | GlideClientLike | GlideClusterLike;
 
 /**
  * ioredis connection options, exactly as `new Redis(options)` takes them, less `keyPrefix` (refused:

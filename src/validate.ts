@@ -1,6 +1,7 @@
 // The check* functions: every argument is validated here, before any I/O, with a message naming it.
 import type { AnyRedisClient, Layout, RedisConnectionOptions } from './options.ts';
 import { isClient, isIoredisClient } from './port/clients.ts';
+import { glideRefusal, isGlideClient } from './port/glide.ts';
 
 /** The largest delay a Node timer can hold (2^31 - 1 ms, about 24.8 days). */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -177,12 +178,16 @@ export function checkRedis(value: unknown): string | AnyRedisClient | RedisConne
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     expected('redis', CLIENTS, value, TypeError);
   }
+  const refusal = isGlideClient(value) ? glideRefusal(value) : undefined;
+  if (refusal !== undefined) {
+    throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a GLIDE client (${(value as object).constructor?.name || 'GLIDE'}) relock cannot use: ${refusal} (docs/clients.md#glide)`);
+  }
   if (!isClient(value)) checkConnectionOptions(value);
   return value as AnyRedisClient | RedisConnectionOptions;
 }
 
 /** What `redis` may be, for messages. */
-const CLIENTS = 'a URL, ioredis options, an ioredis/iovalkey Redis or Cluster, or a node-redis client or Cluster';
+const CLIENTS = 'a URL, ioredis options, an ioredis/iovalkey Redis or Cluster, a node-redis client or Cluster, or a GLIDE 2.3+ client';
 
 /**
  * Every option name of ioredis 5 and 6 (`RedisOptions`: the common, standalone, sentinel and Node
@@ -208,9 +213,7 @@ function checkConnectionOptions(value: object): void {
   const proto = Object.getPrototypeOf(value) as unknown;
   const kind = (value as object).constructor?.name || 'a class';
   if (/^Glide(Cluster)?Client$/.test(kind)) {
-    throw new TypeError(
-      `Expected \`redis\` to be ${CLIENTS}, got a GLIDE client (${kind}): relock does not support @valkey/valkey-glide yet; pass an iovalkey or node-redis client (docs/clients.md)`,
-    );
+    throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a ${kind} without GLIDE's customCommand and getPubSubMessage: relock takes @valkey/valkey-glide 2.3 or later (docs/clients.md#glide)`);
   }
   if (proto !== Object.prototype && proto !== null) {
     throw new TypeError(

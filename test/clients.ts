@@ -2,8 +2,9 @@
 // family a LockClient can be given, besides npm test's (relock's own ioredis connections):
 // RELOCK_TEST_CLIENT names the family to the suites (test/helpers/clients.ts). iovalkey and node-redis
 // run the contract suites, Redlock, Cluster and the short fault run; node-redis with RESP3 and
-// node-redis 6 run the contract suites and the Cluster; the last cell runs the short fault run in the
-// Redisson layout (RELOCK_TEST_LAYOUT), and the contract suites in it (test/layouts). Prints a line per family, then
+// node-redis 6 run the contract suites and the Cluster; GLIDE 2 (GlideClient, GlideClusterClient)
+// runs what iovalkey and node-redis do; the last cell runs the contract suites (test/layouts) and the
+// short fault run in the Redisson layout (RELOCK_TEST_LAYOUT). Prints a line per family, then
 // "N passed, N failed" over all of them.
 // Usage: node --import tsx test/clients.ts [family ...]
 import { report, runCell, type Counts } from './matrix.ts';
@@ -14,6 +15,7 @@ const FAMILIES: Record<string, readonly string[]> = {
   'node-redis': FULL,
   'node-redis-resp3': ['contract', 'integration/cluster'],
   'node-redis-6': ['contract', 'integration/cluster'],
+  glide: FULL,
   // Not a client: the contract suites and the short fault run in the Redisson layout (docs/redisson.md).
   'layout-redisson': ['layouts', 'faults-short'],
 };

@@ -198,6 +198,7 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
   const commands = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   return {
     cluster,
+    routesPubSub: false,
     get status() {
       return redis.status ?? 'ready';
     },

@@ -128,6 +128,7 @@ export function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError
   const common = {
     // node-redis fails what was out when a connection closed and never resends it.
     drops: 0,
+    routesPubSub: false,
     get lastError() {
       return watch.lastError;
     },
@@ -160,7 +161,7 @@ function clusterPort(
   watch: Watch,
   listen: (connection: NodeRedisSubscriber) => NodeRedisSubscriber,
   notOpen: () => Promise<never>,
-  common: Pick<RedisPort, 'drops' | 'lastError' | 'close'>,
+  common: Pick<RedisPort, 'drops' | 'routesPubSub' | 'lastError' | 'close'>,
 ): RedisPort {
   const send = (key: string | undefined, args: string[]) => sent(true, (options) => cluster.sendCommand(key, false, args, options), args[0]!, watch);
   // A Cluster whose connect() is still reading the slot map has no node to send to yet (node-redis 5

@@ -47,6 +47,12 @@ export interface Topology {
 export interface RedisPort {
   /** A Cluster: one slot per script call, sharded channels, slot routing. */
   readonly cluster: boolean;
+  /**
+   * A Cluster client whose own subscriber routes each channel to its shard and follows slot moves
+   * (GLIDE): relock subscribes through one openSubscriber() connection (SSUBSCRIBE when the servers
+   * have sharded pub/sub) instead of a connection per master of its own.
+   */
+  readonly routesPubSub: boolean;
   /** 'ready' while commands go out at once (else they queue or fail). */
   readonly status: string;
   /**
@@ -66,7 +72,10 @@ export interface RedisPort {
   command(name: string, args: readonly (string | number)[], routedByKey: boolean): Promise<unknown>;
   /** WAIT on the connection that wrote `key`: how many replicas acknowledged, after at most `timeoutMs`. */
   waitReplicas(key: string, replicas: number, timeoutMs: number): Promise<number>;
-  /** A new subscriber connection with relock's settings (lazily connecting, resubscribed by relock). */
+  /**
+   * A new subscriber connection with relock's settings (lazily connecting, resubscribed by relock):
+   * one server's, or a whole Cluster's when `routesPubSub`.
+   */
   openSubscriber(): SubscriberConnection;
   /** On a Cluster: a new subscriber connection to one node, which does not reconnect by itself. */
   openNode(host: string, port: number): SubscriberConnection;

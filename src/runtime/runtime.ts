@@ -11,7 +11,7 @@ import { errorMessage, ScriptRunner, SHARDED_PUBLISH } from './script.ts';
 import { clusterTransport } from './cluster.ts';
 import { shardTransport } from './shards.ts';
 import { keySlot } from './slot.ts';
-import { connectionTransport, Subscriber } from './subscriber.ts';
+import { connectionTransport, Subscriber, type TransportFactory } from './subscriber.ts';
 import { systemClock, type Clock } from './waiter.ts';
 import { WaitingRoom } from './waiting.ts';
 import { Watchdog } from './watchdog.ts';
@@ -53,6 +53,25 @@ function anyMaster(port: RedisPort): SubscriberConnection {
     throw new LockError('Redis could not be reached: the Cluster knows no master to subscribe on', { code: 'ERR_LOCK_UNREACHABLE' });
   }
   return port.openNode(node.host, node.port);
+}
+
+/**
+ * How the waiters hear releases: one subscriber connection on one server (or a Redlock quorum's fan
+ * out); on a Cluster, sharded pub/sub when the servers have it, else one SUBSCRIBE connection.
+ */
+function transportOf(port: RedisPort, sharded: () => Promise<boolean>, openSubscriber: () => SubscriberConnection): TransportFactory {
+  if (port.cluster && port.routesPubSub) {
+    // The client's own subscriber finds each channel's shard and follows slot moves (GLIDE): one connection.
+    return clusterTransport(sharded, connectionTransport(openSubscriber, false, true), connectionTransport(openSubscriber));
+  }
+  if (!port.cluster || !port.topology) return connectionTransport(openSubscriber);
+  return clusterTransport(
+    sharded,
+    shardTransport(port.topology, (host, nodePort) => port.openNode(host, nodePort)),
+    // Without sharded pub/sub: one connection to any master, replaced when it ends (ioredis's own
+    // Cluster subscriber moves silently, and what was published meanwhile would go unnoticed).
+    connectionTransport(() => anyMaster(port), true),
+  );
 }
 
 export class Runtime {
@@ -103,16 +122,7 @@ export class Runtime {
     const onError = (error: Error) => this.error(error);
     this.runner = new ScriptRunner(port, this.#closer.signal);
     this.waiting = new WaitingRoom(this.clientId);
-    const transport =
-      this.cluster && port.topology
-        ? clusterTransport(
-            () => this.runner.sharded(),
-            shardTransport(port.topology, (host, nodePort) => port.openNode(host, nodePort)),
-            // Without sharded pub/sub: one connection to any master, replaced when it ends (ioredis's own
-            // Cluster subscriber moves silently, and what was published meanwhile would go unnoticed).
-            connectionTransport(() => anyMaster(port), true),
-          )
-        : connectionTransport(options.openSubscriber ?? (() => port.openSubscriber()));
+    const transport = transportOf(port, () => this.runner.sharded(), options.openSubscriber ?? (() => port.openSubscriber()));
     this.#subscriber = new Subscriber(transport, this.waiting, onError);
     this.waiting.attach(this.#subscriber);
     this.watchdog = new Watchdog({

@@ -38,10 +38,13 @@ const REPLACE_AFTER_MS = 100;
  * `replaceOnEnd`, `connect` opens a connection that does not reconnect (one node of a Cluster
  * without sharded pub/sub, which the cluster bus carries every PUBLISH to): when it ends, another
  * is opened (`connect` picks the node) and, once ready, subscribed again as after a reconnect.
+ * `sharded`: SSUBSCRIBE instead, on a connection that routes each channel to its shard itself (a
+ * GLIDE Cluster's, RedisPort.routesPubSub).
  */
-export function connectionTransport(connect: () => SubscriberConnection, replaceOnEnd = false): TransportFactory {
+export function connectionTransport(connect: () => SubscriberConnection, replaceOnEnd = false, sharded = false): TransportFactory {
   return (events) => {
     const channels = new Set<string>();
+    const subscribe = (on: SubscriberConnection, names: string[]) => (sharded ? on.ssubscribe(...names) : on.subscribe(...names));
     let connection: SubscriberConnection | undefined;
     let readyOnce = false;
     let closed = false;
@@ -69,7 +72,7 @@ export function connectionTransport(connect: () => SubscriberConnection, replace
         });
       }
       // Its 'error' events are the connect factory's to report (the client listens on every connection it makes).
-      opened.on('message', (channel: string, message: string) => events.message(channel, message));
+      opened.on(sharded ? 'smessage' : 'message', (channel: string, message: string) => events.message(channel, message));
       opened.on('ready', () => {
         if (!readyOnce) {
           readyOnce = true;
@@ -78,7 +81,7 @@ export function connectionTransport(connect: () => SubscriberConnection, replace
         // What was published while the connection was down is lost: subscribe again, then let every
         // waiter retry at once.
         log('reconnected; resubscribing %d channels', channels.size);
-        const again = channels.size > 0 ? opened.subscribe(...channels) : Promise.resolve();
+        const again = channels.size > 0 ? subscribe(opened, [...channels]) : Promise.resolve();
         again.then(
           () => events.resubscribed(),
           (error: Error) => {
@@ -93,7 +96,7 @@ export function connectionTransport(connect: () => SubscriberConnection, replace
       async subscribe(channel) {
         channels.add(channel);
         try {
-          await open().subscribe(channel);
+          await subscribe(open(), [channel]);
         } catch (error) {
           channels.delete(channel);
           throw error;
@@ -101,7 +104,8 @@ export function connectionTransport(connect: () => SubscriberConnection, replace
       },
       unsubscribe(channel) {
         channels.delete(channel);
-        connection?.unsubscribe(channel).catch((error: Error) => log('unsubscribe %s failed: %s', channel, error.message));
+        const sent = sharded ? connection?.sunsubscribe(channel) : connection?.unsubscribe(channel);
+        sent?.catch((error: Error) => log('unsubscribe %s failed: %s', channel, error.message));
       },
       close() {
         closed = true;

@@ -107,6 +107,60 @@ describe('the package with node-redis and without ioredis', (it) => {
   }
 });
 
+// A project with GLIDE and without ioredis or node-redis: GLIDE linked (its own dependencies resolve
+// beside its real path), relock's bundles copied.
+const glideProgram = (load: string) => `
+  const { LockClient } = ${load};
+  const { GlideClient, Logger } = require('@valkey/valkey-glide');
+  Logger.setLoggerConfig('off');
+  const url = new URL(process.env.REDIS_URL);
+  const redis = await GlideClient.createClient({ addresses: [{ host: url.hostname, port: Number(url.port) }], requestTimeout: 2000 });
+  const client = new LockClient({ redis });
+  const lease = await client.lock('package-glide').acquire({ waitMs: 1000 });
+  const waiting = client.lock('package-glide').acquire({ waitMs: 5000 });
+  setTimeout(() => lease.release(), 100);
+  await (await waiting).release();
+  await client.close();
+  const present = (name) => { try { require.resolve(name); return 'present'; } catch { return 'absent'; } };
+  console.log(present('ioredis'), present('redis'), await redis.customCommand(['PING']));
+  redis.close();
+`;
+
+describe('the package with GLIDE and without ioredis or node-redis', (it) => {
+  let project: string;
+  let redis: RedisServer;
+  it.before(async () => {
+    redis = await startRedis();
+    project = mkdtempSync(join(tmpdir(), 'relock-glide-'));
+    const modules = join(project, 'node_modules');
+    mkdirSync(join(modules, 'relock'), { recursive: true });
+    mkdirSync(join(modules, '@valkey'));
+    cpSync(join(root, 'dist'), join(modules, 'relock', 'dist'), { recursive: true });
+    cpSync(join(root, 'package.json'), join(modules, 'relock', 'package.json'));
+    for (const dep of ['async-mutex', 'p-timeout', 'tslib', '@valkey/valkey-glide']) {
+      if (existsSync(join(root, 'node_modules', dep))) symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir');
+    }
+    writeFileSync(join(project, 'package.json'), '{ "name": "app", "private": true }');
+  });
+  it.after(async () => {
+    rmSync(project, { recursive: true, force: true });
+    await redis.stop();
+  });
+
+  for (const format of ['CommonJS', 'ESM'] as const) {
+    it(`locks and wakes over a GLIDE client through the ${format} bundle`, async () => {
+      const load = format === 'CommonJS' ? "require('relock')" : "await import('relock')";
+      const code = format === 'CommonJS' ? `(async () => { ${glideProgram(load)} })()` : `import { createRequire } from 'node:module'; const require = createRequire(process.cwd() + '/');\n${glideProgram(load)}`;
+      const { stdout } = await promisify(execFile)(process.execPath, format === 'CommonJS' ? ['-e', code] : ['--input-type=module', '-e', code], {
+        cwd: project,
+        env: { ...process.env, REDIS_URL: redis.url, NODE_PATH: '' },
+        timeout: 15_000,
+      });
+      assert.is(stdout.trim(), 'absent absent PONG');
+    });
+  }
+});
+
 describe('the package as installed', (it) => {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
 

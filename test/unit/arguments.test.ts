@@ -22,7 +22,10 @@ const cases: Case[] = [
   // A node-redis client is a client now (issue 19); mixing URLs and clients among Redlock masters is not.
   ['redis a node-redis client among Redlock URLs', () => new LockClient({ redis: ['redis://127.0.0.1:1', createClient(), 'redis://127.0.0.1:2'] }), TypeError, 'all URLs/options or all clients'],
   ['redis a node-redis Cluster among Redlock masters', () => new LockClient({ redis: [createClient(), createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), createClient()] }), TypeError, 'cannot be a Cluster'],
-  ['redis a GLIDE client', () => new LockClient({ redis: new (class GlideClient {})() as never }), TypeError, 'GLIDE'],
+  ['redis a class named GlideClient without GLIDE methods', () => new LockClient({ redis: new (class GlideClient {})() as never }), TypeError, '2.3 or later'],
+  // GLIDE 1.x (and 2.0-2.2): customCommand and the pub/sub queue, but subscriptions fixed at creation.
+  ['redis a GLIDE 1.x client', () => new LockClient({ redis: new (class GlideClient { customCommand() {} getPubSubMessage() {} })() as never }), TypeError, '@valkey/valkey-glide 2.3 or later'],
+  ['redis a GLIDE client keeping no configuration', () => new LockClient({ redis: new (class GlideClient { customCommand() {} getPubSubMessage() {} subscribeLazy() {} getSubscriptions() {} })() as never }), TypeError, 'config.addresses'],
   ['redis an instance of another class', () => new LockClient({ redis: new Map() as never }), TypeError, 'an instance of Map'],
   ['redis options with a key no ioredis option has', () => new LockClient({ redis: { hots: '10.0.0.1', port: 6380 } as never }), TypeError, '`hots`'],
   ['redis options spread from an ioredis client', () => new LockClient({ redis: { ...new Redis({ lazyConnect: true }) } as never }), TypeError, '`redis` options to hold ioredis options only'],

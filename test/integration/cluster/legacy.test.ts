@@ -3,6 +3,7 @@
 // one SUBSCRIBE connection; the fair lock, whose grants count their receivers, is refused.
 import * as assert from 'uvu/assert';
 import { LockClient, LockError } from '../../../src/index.ts';
+import { TEST_CLIENT } from '../../helpers/clients.ts';
 import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { admin, calls, closeAdmins, plainSubscriptions, shardConnections } from './support.ts';
@@ -36,7 +37,10 @@ describe('Redis Cluster without sharded pub/sub (no SPUBLISH)', (it) => {
     const waits = names.map((name) => b.lock(name).acquire());
     await eventually(() => b.waiting === names.length, 'every waiter queued');
     const plain = await Promise.all(cluster.nodes.map(plainSubscriptions));
-    assert.is(plain.reduce((sum, p) => sum + p.connections, 0), 1, 'one SUBSCRIBE connection for every waiter');
+    const connections = plain.reduce((sum, p) => sum + p.connections, 0);
+    // GLIDE's Cluster subscriber (relock's one subscriber over GLIDE) places channels on nodes of its choosing.
+    if (TEST_CLIENT === 'glide') assert.ok(connections >= 1 && connections <= cluster.nodes.length, `${connections} SUBSCRIBE connections`);
+    else assert.is(connections, 1, 'one SUBSCRIBE connection for every waiter');
     assert.is((await Promise.all(cluster.nodes.map(shardConnections))).reduce((x, y) => x + y, 0), 0, 'no SSUBSCRIBE');
     await Promise.all(held.map((lease) => lease.release()));
     // The holders' leases are 10 s: woken within 2 s means woken by the releases' messages.

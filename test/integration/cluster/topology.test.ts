@@ -5,6 +5,7 @@
 import * as assert from 'uvu/assert';
 import { LockClient } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
+import { TEST_CLIENT } from '../../helpers/clients.ts';
 import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { admin, closeAdmins, moveSlot, otherMaster, promote, shardSubscribers } from './support.ts';
@@ -31,10 +32,14 @@ async function heldAndWaited(name: string) {
   return { a, b, slot, master, held, waiting };
 }
 
-/** The release wakes the waiter through its (moved) subscription, within a second. */
+/**
+ * The release wakes the waiter through its (moved) subscription, within 1.5 s; over GLIDE, whose
+ * subscriber moves by itself and says nothing, within 3 s (relock notices a subscription GLIDE lost
+ * within 250 ms, GLIDE puts it back within its 500 ms reconciliation, then the waiter tries again).
+ */
 async function releaseWakes(held: { release(): Promise<void> }, waiting: Promise<{ release(): Promise<void> }>) {
   await held.release();
-  const lease = await within(waiting, 1_500, 'the waiter woken by the release');
+  const lease = await within(waiting, TEST_CLIENT === 'glide' ? 3_000 : 1_500, 'the waiter woken by the release');
   await lease.release();
 }
 
@@ -65,7 +70,13 @@ describe('Redis Cluster: a waiter follows its shard', (it) => {
     const { master, held, waiting } = await heldAndWaited(name);
     const [replica] = await cluster.replicasOf(master);
     await promote(replica!);
-    await eventually(async () => (await shardSubscribers(replica!, channelOf(name))) >= 1, 'subscribed on the new master', 5_000);
+    // GLIDE's subscriber (relock's over GLIDE) may stay on the old master, a replica of the same shard
+    // now, which SPUBLISH reaches through replication: the release below must still wake the waiter.
+    // A release published while the old master is still switching roles can be missed there with no
+    // sign GLIDE shows (docs/clients.md, GLIDE): over GLIDE the release waits for the switch.
+    const on = TEST_CLIENT === 'glide' ? [replica!, master] : [replica!];
+    if (TEST_CLIENT === 'glide') await eventually(async () => String(await admin(master).call('ROLE')).startsWith('slave'), 'the old master a replica', 5_000);
+    await eventually(async () => (await Promise.all(on.map((node) => shardSubscribers(node, channelOf(name))))).some((n) => n >= 1), 'subscribed on the new master', 5_000);
     await releaseWakes(held, waiting);
     await cluster.settled();
   });

@@ -1,0 +1,35 @@
+import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
+import { startCluster } from './test/helpers/cluster.ts';
+import { promote, shardSubscribers } from './test/integration/cluster/support.ts';
+import { keySlot } from './src/runtime/slot.ts';
+import { LockClient } from './src/index.ts';
+import { GlideSubscriber } from './src/port/glide-connection.ts';
+Logger.setLoggerConfig('off');
+const t0 = performance.now();
+const ts = () => Math.round(performance.now() - t0);
+const orig = GlideSubscriber.prototype.emit;
+GlideSubscriber.prototype.emit = function (ev: any, ...a: any[]) { if (ev !== 'smessage' && ev !== 'message') console.log(ts(), 'sub emit', ev, ev === 'error' ? String(a[0]) : ''); else console.log(ts(), 'msg', a[0]); return orig.call(this, ev, ...a); };
+const cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 2000 });
+const mk = async () => new LockClient({ redis: await GlideClusterClient.createClient({ addresses: cluster.nodes.map(({ host, port }) => ({ host, port })), requestTimeout: 2000 }), leaseMs: 10000 });
+const [a, b] = [await mk(), await mk()];
+for (let round = 0; round < 3; round++) {
+  const name = `fo${round}`;
+  const ch = `relock:{${name}}:released`;
+  const master = await cluster.masterOf(keySlot(ch));
+  const [replica] = await cluster.replicasOf(master);
+  const held = await a.lock(name).acquire();
+  const waiting = b.lock(name).acquire();
+  while ((await shardSubscribers(master, ch)) !== 1) await new Promise((r) => setTimeout(r, 50));
+  console.log(ts(), 'subscribed; promoting', replica!.port);
+  await promote(replica!);
+  console.log(ts(), 'promoted; subs new', await shardSubscribers(replica!, ch), 'old', await shardSubscribers(master, ch));
+  await held.release();
+  console.log(ts(), 'released');
+  const t = performance.now();
+  await (await waiting).release();
+  console.log(ts(), 'woken after', Math.round(performance.now() - t));
+  await cluster.settled();
+}
+await a.close(); await b.close();
+await cluster.stop();
+process.exit(0);

@@ -1,0 +1,288 @@
+// What the GLIDE adapter (port/glide.ts) drives: the client's shape, and relock's subscriber over
+// GLIDE: a client of the user's client's class, created from the configuration that client keeps,
+// with what relock needs whatever it says (RESP3, which GLIDE's pub/sub requires; reads from
+// primaries; strings; a lazy connection; a message callback). GLIDE 2.3+ subscribes and unsubscribes
+// at run time, reconnects by itself and resubscribes what it was asked to (and on a Cluster follows
+// slot moves), but says nothing when it did: what was published meanwhile is lost. A heartbeat
+// notices it: the connections' ids (HELLO, which no ACL refuses) changed, or a subscription was
+// missing, and the port's 'ready' then makes every waiter try again.
+import { EventEmitter } from 'node:events';
+import type { SubscriberConnection } from './port.ts';
+
+/** The configuration a GLIDE client keeps (its `config` field): what relock's subscriber is made from. */
+interface GlideConfig {
+  readonly addresses?: readonly { readonly host: string; readonly port?: number }[];
+  readonly [option: string]: unknown;
+}
+
+type Modes = Partial<Record<number, ReadonlySet<unknown>>>;
+/** GLIDE's form of a RESP3 map: `[{ key, value }]`. */
+interface Entry {
+  readonly key: unknown;
+  readonly value: unknown;
+}
+
+/** What relock calls on a GLIDE client (GlideClient, GlideClusterClient of GLIDE 2.3 and later). */
+export interface Glide {
+  /** The options it was created with (private in GLIDE's types, a plain field at run time). */
+  readonly config?: GlideConfig;
+  readonly isClosed?: boolean;
+  customCommand(args: string[], options?: object): Promise<unknown>;
+  subscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  subscribeLazy?(channels: Iterable<string>): Promise<void>;
+  unsubscribeLazy?(channels: Iterable<string>): Promise<void>;
+  ssubscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  sunsubscribeLazy?(channels: Iterable<string>): Promise<void>;
+  getSubscriptions?(): Promise<{ readonly desiredSubscriptions: Modes; readonly actualSubscriptions: Modes }>;
+  close(message?: string): void;
+}
+
+/** GLIDE's createClient, a static method of the client's class. */
+interface Factory {
+  createClient?(config: object): Promise<Glide>;
+}
+
+/** GLIDE's ProtocolVersion.RESP3 and Decoder.String. */
+const RESP3 = 0;
+const STRING = 1;
+/** How long a SUBSCRIBE may take to be in place on the server. */
+const SUBSCRIBE_MS = 5_000;
+/** The subscriber's own request timeout (its heartbeat and PING). */
+const REQUEST_MS = 2_000;
+/** How often GLIDE compares the subscriptions asked for with the server's (about 3 s when left unset). */
+const RECONCILE_MS = 500;
+/** How often a subscriber with channels checks its subscriptions (GLIDE's own record: no I/O). */
+const HEARTBEAT_MS = 250;
+/** Every how many checks it asks the server for its connections' ids (HELLO): once a second. */
+const HELLO_EVERY = 4;
+
+const closed = () => new Error('the subscriber connection was closed');
+
+/** GLIDE's PubSubChannelModes: Exact, and on a Cluster Sharded. */
+const EXACT = 0;
+const SHARDED = 2;
+
+/** A subscriber connection over a GLIDE client relock creates at the first subscription and closes in disconnect(). */
+export class GlideSubscriber extends EventEmitter implements SubscriberConnection {
+  readonly #user: Glide;
+  readonly #cluster: boolean;
+  /** A failure as the port reports it (the server's replies named 'ReplyError'). */
+  readonly #failure: (error: unknown) => unknown;
+  #client: Promise<Glide> | undefined;
+  #made: Glide | undefined;
+  #ended = false;
+  #state: 'wait' | 'ready' | 'reconnecting' = 'wait';
+  /** Subscribed channels, and which of them are sharded ('smessage'). */
+  readonly #channels = new Set<string>();
+  readonly #sharded = new Set<string>();
+  #beat: NodeJS.Timeout | undefined;
+  /** The HELLO replies of the last heartbeat: a connection id that changed is a new connection. */
+  #seen: string | undefined;
+  /** Messages may have been lost since the last 'ready'. */
+  #lost = false;
+  #beats = 0;
+
+  constructor(user: Glide, cluster: boolean, failure: (error: unknown) => unknown) {
+    super();
+    this.#user = user;
+    this.#cluster = cluster;
+    this.#failure = failure;
+  }
+
+  get status(): string {
+    return this.#ended ? 'end' : this.#state;
+  }
+
+  #open(): Promise<Glide> {
+    this.#client ??= this.#create().then(
+      (client) => {
+        if (this.#ended) {
+          client.close();
+          throw closed();
+        }
+        return (this.#made = client);
+      },
+      (error: unknown) => {
+        // A configuration GLIDE refuses: said once, and tried again at the next subscription.
+        this.#client = undefined;
+        this.emit('error', error);
+        throw error;
+      },
+    );
+    return this.#client;
+  }
+
+  #create(): Promise<Glide> {
+    const { createClient } = this.#user.constructor as Factory;
+    if (typeof createClient !== 'function') return Promise.reject(new TypeError('the GLIDE client has no createClient() to open a subscriber with'));
+    // The user's own subscriptions and client-side cache are theirs; everything else (addresses,
+    // credentials, TLS, database, timeouts, backoff, address resolver) is the user's client's.
+    const { pubsubSubscriptions: _subscriptions, clientSideCache: _cache, ...config } = this.#user.config ?? {};
+    return createClient.call(this.#user.constructor, {
+      ...config,
+      protocol: RESP3,
+      readFrom: 'primary',
+      defaultDecoder: STRING,
+      lazyConnect: true,
+      requestTimeout: REQUEST_MS,
+      // GLIDE puts back a subscription it lost (a slot moved, a failover) at its next reconciliation.
+      advancedConfiguration: { ...(config['advancedConfiguration'] as object | undefined), pubsubReconciliationIntervalMs: RECONCILE_MS },
+      pubsubSubscriptions: { channelsAndPatterns: {}, callback: (message: { channel: unknown; message: unknown }) => this.#message(message) },
+    });
+  }
+
+  #message({ channel, message }: { channel: unknown; message: unknown }): void {
+    const name = String(channel);
+    this.emit(this.#sharded.has(name) ? 'smessage' : 'message', name, String(message));
+  }
+
+  /** `run` on the subscriber client, opened first; after disconnect() nothing is sent. */
+  async #command<T>(run: (client: Glide) => Promise<T>): Promise<T> {
+    if (this.#ended) throw closed();
+    const client = await this.#open();
+    if (this.#ended) throw closed();
+    try {
+      return await run(client);
+    } catch (error) {
+      throw this.#failure(error);
+    }
+  }
+
+  /** SUBSCRIBE or SSUBSCRIBE, in place on the server when it resolves; a failure leaves no new channel asked for. */
+  #subscribe(channels: string[], sharded: boolean): Promise<unknown> {
+    return this.#command(async (client) => {
+      const fresh = channels.filter((channel) => !this.#channels.has(channel));
+      // The connection before the first subscription: the heartbeat's first reference (a reconnection
+      // after it shows as a new id; one before the SUBSCRIBE only makes waiters try once more).
+      this.#seen ??= await this.#hello(client);
+      try {
+        await (sharded ? client.ssubscribe!(channels, SUBSCRIBE_MS) : client.subscribe!(channels, SUBSCRIBE_MS));
+      } catch (error) {
+        // GLIDE keeps trying what it was asked for: a channel nobody waits on is taken back.
+        if (fresh.length > 0) (sharded ? client.sunsubscribeLazy!(fresh) : client.unsubscribeLazy!(fresh)).catch(() => undefined);
+        throw error;
+      }
+      for (const channel of channels) {
+        this.#channels.add(channel);
+        if (sharded) this.#sharded.add(channel);
+      }
+      this.#up();
+    });
+  }
+
+  #unsubscribe(channels: string[], sharded: boolean): Promise<unknown> {
+    for (const channel of channels) {
+      this.#channels.delete(channel);
+      this.#sharded.delete(channel);
+    }
+    if (!this.#made) return Promise.resolve();
+    return this.#command((client) => (sharded ? client.sunsubscribeLazy!(channels) : client.unsubscribeLazy!(channels)));
+  }
+
+  subscribe(...channels: string[]): Promise<unknown> {
+    return this.#subscribe(channels, false);
+  }
+
+  unsubscribe(...channels: string[]): Promise<unknown> {
+    return this.#unsubscribe(channels, false);
+  }
+
+  ssubscribe(...channels: string[]): Promise<unknown> {
+    return this.#subscribe(channels, true);
+  }
+
+  sunsubscribe(...channels: string[]): Promise<unknown> {
+    return this.#unsubscribe(channels, true);
+  }
+
+  ping(): Promise<unknown> {
+    return this.#command((client) => client.customCommand(['PING'], { decoder: STRING }));
+  }
+
+  disconnect(): void {
+    this.#ended = true;
+    clearTimeout(this.#beat);
+    this.#beat = undefined;
+    this.#made?.close();
+    // Still being created: #open() closes it when it comes.
+  }
+
+  /** A subscription is in place: connected. The first time, 'ready'; then the heartbeat watches. */
+  #up(): void {
+    if (this.#state === 'wait') {
+      this.#state = 'ready';
+      this.emit('ready');
+    }
+    this.#heartbeatSoon();
+  }
+
+  #heartbeatSoon(): void {
+    if (this.#beat || this.#ended) return;
+    this.#beat = setTimeout(() => {
+      void this.#heartbeat().finally(() => {
+        this.#beat = undefined;
+        // Beats while there are channels, and until a lost connection is back.
+        if (this.#channels.size > 0 || this.#state === 'reconnecting') this.#heartbeatSoon();
+      });
+    }, HEARTBEAT_MS).unref();
+  }
+
+  /**
+   * Whether a channel whose subscription was confirmed is not in place on the server, as GLIDE knows
+   * it (one being subscribed or unsubscribed now is not counted: GLIDE lists it as asked for, not yet in place).
+   */
+  #missingFrom(actual: Modes): boolean {
+    for (const channel of this.#channels) {
+      if (actual[this.#sharded.has(channel) ? SHARDED : EXACT]?.has(channel) !== true) return true;
+    }
+    return false;
+  }
+
+  /**
+   * The connection ids the server gives in HELLO (every primary's on a Cluster, by address, sorted:
+   * GLIDE lists the nodes' replies in the order they came): a new connection has a new id.
+   */
+  async #hello(client: Glide): Promise<string> {
+    const reply = await client.customCommand(['HELLO'], this.#cluster ? { route: 'allPrimaries', decoder: STRING } : { decoder: STRING });
+    const idOf = (hello: unknown) => String((hello as readonly Entry[] | undefined)?.find((entry) => entry.key === 'id')?.value);
+    if (!this.#cluster) return idOf(reply);
+    return (reply as readonly Entry[])
+      .map(({ key, value }) => `${String(key)}=${idOf(value)}`)
+      .sort()
+      .join(' ');
+  }
+
+  /**
+   * Messages may have been lost when a connection was down, was replaced (its id changed), or a
+   * subscription was missing (a slot moved, a failover, GLIDE resubscribing). Once every confirmed
+   * subscription is in place again, 'ready': relock subscribes again and lets every waiter try again.
+   * (GLIDE's subscribe resolves at once for a channel it already wants, in place or not: a 'ready'
+   * before then would have the waiters try again before they can hear the next release.)
+   */
+  async #heartbeat(): Promise<void> {
+    const client = this.#made;
+    if (!client || this.#ended) return;
+    let seen: string;
+    let missing: boolean;
+    try {
+      const hello = this.#beats++ % HELLO_EVERY === 0 || this.#state === 'reconnecting' || this.#seen === undefined;
+      seen = hello ? await this.#hello(client) : this.#seen!;
+      missing = client.getSubscriptions ? this.#missingFrom((await client.getSubscriptions()).actualSubscriptions) : false;
+    } catch (error) {
+      if (this.#ended) return;
+      if (this.#state !== 'reconnecting') {
+        this.#state = 'reconnecting';
+        this.#lost = true;
+        this.emit('error', error);
+      }
+      return;
+    }
+    if (this.#ended) return;
+    if ((this.#seen !== undefined && seen !== this.#seen) || missing) this.#lost = true;
+    [this.#seen, this.#state] = [seen, 'ready'];
+    if (this.#lost && !missing) {
+      this.#lost = false;
+      this.emit('ready');
+    }
+  }
+}
