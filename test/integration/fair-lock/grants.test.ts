@@ -139,7 +139,7 @@ describe('LockClient#fairLock grant confirm after NOSCRIPT', (it) => {
 
   it("runs the confirm before the grantee's own release, even when its EVALSHA is answered NOSCRIPT", async () => {
     const name = uniqueName('fair');
-    const monitor = await s.f.admin.duplicate().monitor();
+    const monitor = await s.f.admin.monitor();
     const order: string[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       if (!args.some((arg) => arg.includes(name))) return;
