@@ -3,8 +3,9 @@
 // RELOCK_TEST_CLIENT names the family to the suites (test/helpers/clients.ts). iovalkey and node-redis
 // run the contract suites, Redlock, Cluster and the short fault run; node-redis with RESP3 and
 // node-redis 6 run the contract suites and the Cluster; GLIDE 2 (GlideClient, GlideClusterClient)
-// runs what iovalkey and node-redis do; the last cell runs the contract suites (test/layouts) and the
-// short fault run in the Redisson layout (RELOCK_TEST_LAYOUT). Prints a line per family, then
+// runs what iovalkey and node-redis do; the last cell runs the Redisson interop suites on one server
+// and a Cluster, the contract suites (test/layouts) and the short fault run in the Redisson layout
+// (RELOCK_TEST_LAYOUT). Prints a line per family, then
 // "N passed, N failed" over all of them.
 // Usage: node --import tsx test/clients.ts [family ...]
 import { report, runCell, type Counts } from './matrix.ts';
@@ -16,8 +17,9 @@ const FAMILIES: Record<string, readonly string[]> = {
   'node-redis-resp3': ['contract', 'integration/cluster'],
   'node-redis-6': ['contract', 'integration/cluster'],
   glide: FULL,
-  // Not a client: the contract suites and the short fault run in the Redisson layout (docs/redisson.md).
-  'layout-redisson': ['layouts', 'faults-short'],
+  // Not a client: the interop suites (with their Cluster halves), the contract suites and the short
+  // fault run in the Redisson layout (docs/redisson.md).
+  'layout-redisson': ['integration/redisson', 'layouts', 'faults-short'],
 };
 /** What a cell sets besides RELOCK_TEST_CLIENT (ioredis for the layout cell). */
 const ENV: Record<string, Record<string, string>> = { 'layout-redisson': { RELOCK_TEST_CLIENT: 'ioredis', RELOCK_TEST_LAYOUT: 'redisson' } };

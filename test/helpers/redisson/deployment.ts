@@ -1,7 +1,8 @@
-// The deployments the Redisson interop suites run on (test/integration/redisson/*): one server and a
-// Cluster (sharded pub/sub where the server has it), each with relock clients in the Redisson layout
+// The deployments the Redisson interop suites run on (test/integration/redisson/*): one server, and a
+// Cluster (sharded pub/sub where the server has it) in CI's matrices, each with relock clients in the Redisson layout
 // and Redisson stand-ins, all closed after the suite.
 import { LockClient } from '../../../src/index.ts';
+import { TEST_LAYOUT } from '../clients.ts';
 import { SHARDED_PUBSUB, startCluster } from '../cluster.ts';
 import { describe, type It } from '../describe.ts';
 import { startRedis } from '../redis.ts';
@@ -63,8 +64,14 @@ const onCluster = async (): Promise<Started> => {
   return { redis: () => cluster.client(), standInRedis: () => cluster.connect(), call: (_key, ...args) => admin.call(...(args as [string])), stop: () => cluster.stop() };
 };
 
-/** Runs `scenarios` in a suite on one server, then in one on a Cluster. */
+/**
+ * Whether the Cluster suites run: in the layout cell of `npm run test:clients` and in the server
+ * matrix (both in CI), not in `npm test`, which keeps the one-server suites within its time budget.
+ */
+const ON_CLUSTER = TEST_LAYOUT === 'redisson' || process.env.RELOCK_SERVER !== undefined;
+
+/** Runs `scenarios` in a suite on one server, then (see ON_CLUSTER) in one on a Cluster. */
 export function onEveryDeployment(title: string, scenarios: (it: It, d: Deployment) => void): void {
   describe(`${title} on one server`, (it) => scenarios(it, deployment(it, onServer, false)));
-  describe(`${title} on a Cluster`, (it) => scenarios(it, deployment(it, onCluster, SHARDED_PUBSUB)));
+  if (ON_CLUSTER) describe(`${title} on a Cluster`, (it) => scenarios(it, deployment(it, onCluster, SHARDED_PUBSUB)));
 }
