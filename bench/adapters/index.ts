@@ -46,6 +46,16 @@ export const ADAPTERS: readonly AdapterSpec[] = [
     module: './relock-node-redis.ts',
   },
   {
+    id: 'relock-glide',
+    pkg: undefined,
+    waiting: 'pub/sub',
+    kind: 'relock',
+    client: 'glide',
+    settings: `relock as above, each client given a connected GLIDE 2.5 \`GlideClient.createClient({ addresses, requestTimeout: 2_000 })\` (\`new LockClient({ redis })\`) instead of a URL: the cost of the client family; relock's waiters listen on a GLIDE client of their own. Scenarios 1 and 3 only`,
+    scenarios: ['uncontended', 'contended'],
+    module: './relock-glide.ts',
+  },
+  {
     id: 'relock-redisson',
     pkg: undefined,
     waiting: 'pub/sub',

@@ -32,7 +32,7 @@ export interface AdapterSpec {
   readonly pkg: string | undefined;
   readonly waiting: Waiting;
   /** The Redis client it runs on: only ioredis commands can be traced (lib/trace.ts). */
-  readonly client: 'ioredis' | 'node-redis';
+  readonly client: 'ioredis' | 'node-redis' | 'glide';
   /**
    * Peers are compared with relock; floors are what a hand-written lock costs; a baseline is relock
    * itself before the change under review, built from an earlier commit (lib/baseline.ts).

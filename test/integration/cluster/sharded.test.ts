@@ -7,6 +7,7 @@ import { LockClient, LockError, LockLostError, type RenewMessage } from '../../.
 import { keySlot } from '../../../src/runtime/slot.ts';
 import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { TEST_CLIENT } from '../../helpers/clients.ts';
 import { admin, calls, closeAdmins, plainSubscriptions, shardConnections, shardSubscribers } from './support.ts';
 
 let cluster: RedisCluster;
@@ -222,8 +223,14 @@ describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it)
       replica!.resume();
     }
     assert.instance(error, LockError);
-    assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
-    assert.match((error as LockError).message, /only 0 of the 1 replicas/);
+    // Over a GLIDE Cluster client a command sometimes times out while the replica is frozen (2 of 8
+    // runs; docs/clients.md#glide): the acquire then fails as unreachable. Either way, nothing is held.
+    if (TEST_CLIENT === 'glide' && (error as LockError).code === 'ERR_LOCK_UNREACHABLE') {
+      assert.match(String((error as LockError).cause), /TimeoutError/);
+    } else {
+      assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
+      assert.match((error as LockError).message, /only 0 of the 1 replicas/);
+    }
     await eventually(async () => !(await plain.lock(name).isLocked()), 'given back');
     // tryAcquire too, and a client without replicas is unaffected.
     const free = await plain.lock(name).tryAcquire();
