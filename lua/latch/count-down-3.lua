@@ -11,10 +11,11 @@
     ARGV[2] publish command: "publish" or "spublish"
     ARGV[3] message to publish
 
-  Output: an integer
-    n>=0   the count after this call (0: the latch is open; it was deleted and the channel
-           published, or it was not set). A call whose id was applied already changes nothing
-           and answers the count now.
+  Output: the count after this call, in decimal digits (a string: an integer reply is read
+  through a float by some clients, which rounds counts near 2^53), or the integer 0
+    "n"    n>=1 left (a call whose id was applied already changes nothing and answers the
+           count now)
+    0      the latch is open: it was deleted and the channel published, or it was not set
     error  WRONGTYPE when the latch key holds something that is not a count; nothing is written
 ]]
 local latchKey, doneKey, channel = KEYS[1], KEYS[2], KEYS[3]
@@ -30,7 +31,7 @@ if not raw or not string.match(raw, '^%d+$') then
   return redis.error_reply('WRONGTYPE the latch key holds a value that is not a latch count')
 end
 if rcall('SISMEMBER', doneKey, id) == 1 then
-  return tonumber(raw)
+  return raw
 end
 local left = tonumber(raw) - 1
 if left > 0 then
@@ -41,7 +42,7 @@ if left > 0 then
   if pttl > 0 then
     rcall('PEXPIRE', doneKey, pttl)
   end
-  return left
+  return string.format('%d', left)
 end
 -- Publish first: Redis checks ACLs per command and does not roll a script back, so a user who may
 -- not publish fails here with nothing changed. Nobody hears it before the script ends.

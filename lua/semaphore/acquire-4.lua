@@ -22,7 +22,7 @@
                     call's; it gets a new token, and nothing else is written
     {0, waitMs}     not acquired: too few permits are free; waitMs until the earliest live
                     lease ends, or -1 when no lease is known
-    {-1, limit}     not acquired: live leases hold the semaphore under another limit, the
+    {-1, "limit"}   not acquired: live leases hold the semaphore under another limit, the
                     one returned; nothing is written
     error           WRONGTYPE when a key holds another type, or the fence key a string that
                     is not a whole number; FENCEOVERFLOW when the fence is at 2^53 - 1 or
@@ -48,7 +48,7 @@ local held = math.max(0, tonumber(state[2] or '0') - freed)
 
 -- The limit is stored while a lease lives: a user with another one is refused, not obeyed.
 if held > 0 and stored and stored ~= limit then
-  return {-1, stored}
+  return {-1, state[1]}
 end
 local function live(field)
   for _, gone in ipairs(expired) do

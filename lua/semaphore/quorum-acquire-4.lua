@@ -31,7 +31,7 @@
                   not taken: fewer slots are free than asked for; waitMs until the earliest
                   live lease ends (-1: none); nothing is written but the pruning. holder_i
                   is the owner field holding slot i, '' when it is free
-    {-1, limit}   not taken: live leases hold the semaphore under another limit, the one
+    {-1, "limit"} not taken: live leases hold the semaphore under another limit, the one
                   returned; nothing is written but the pruning
     error         WRONGTYPE when a key holds another type, or the fence key a string that
                   is not a whole number; FENCEOVERFLOW when the fence is at 2^53 - 1 or
@@ -61,7 +61,7 @@ end
 local pruned = prune()
 free(owner)
 if stored and stored ~= limit and rcall('ZCARD', leasesKey) > 0 then
-  return {-1, stored}
+  return {-1, string.format('%d', stored)}
 end
 
 local first = rcall('ZRANGE', leasesKey, 0, 0, 'WITHSCORES')

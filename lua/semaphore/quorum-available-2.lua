@@ -10,7 +10,7 @@
     {1, holder_0, ..., holder_(limit-1)}   holder_i: the owner field of the live lease holding
                   slot i, '' when it is free (a lease past its end counts as free, pruned or
                   not); the client counts the slots held on a majority of masters
-    {-1, limit}   live leases hold the semaphore under another limit, the one returned
+    {-1, "limit"} live leases hold the semaphore under another limit, the one returned
 ]]
 local slotsKey, leasesKey, limitArg = KEYS[1], KEYS[2], ARGV[1]
 local rcall = redis.call
@@ -26,7 +26,7 @@ for _, owner in ipairs(rcall('ZRANGEBYSCORE', leasesKey, '(' .. nowMs, '+inf')) 
   any = true
 end
 if any and stored and stored ~= limit then
-  return {-1, stored}
+  return {-1, string.format('%d', stored)}
 end
 local reply = {1}
 for _, holder in ipairs(holders(limit, live)) do

@@ -21,7 +21,7 @@
                  this very call can have added it (a resend); nothing else is written then
     {0, waitMs}  not acquired: too few permits are available; waitMs until the earliest
                  permit expiry, or -1 when every held permit is Java's without expiry
-    {-1, total}  not acquired: the permits available plus those held are total, not the
+    {-1, "total"} not acquired: the permits available plus those held are total, not the
                  limit (Java set another number of permits); nothing is written
     error        WRONGTYPE when a key holds another type or the fence key a string that is not a
                  whole number; FENCEOVERFLOW at 2^53 - 1
@@ -58,7 +58,7 @@ if not available then
   end
 end
 if available + held ~= limit then
-  return {-1, available + held}
+  return {-1, string.format('%d', available + held)}
 end
 if available < permits then
   local nearest = rcall('ZRANGE', timeoutsKey, 0, 0, 'WITHSCORES')

@@ -10,8 +10,8 @@
     ARGV[2] publish command: "publish" or "spublish"
 
   Output: an array
-    {1, n}       n permits are available (the limit less those held, when the count is absent)
-    {-1, total}  available plus held permits are total, not the limit
+    {1, "n"}     n permits are available (decimal digits, as every count here) (the limit less those held, when the count is absent)
+    {-1, "total"} available plus held permits are total, not the limit
 ]]
 local counterKey, timeoutsKey, channel = KEYS[1], KEYS[2], KEYS[3]
 local limit, publishCommand = tonumber(ARGV[1]), ARGV[2]
@@ -23,6 +23,6 @@ reclaim()
 local held = rcall('ZCARD', timeoutsKey)
 local available = tonumber(rcall('GET', counterKey) or math.max(0, limit - held))
 if available + held ~= limit then
-  return {-1, available + held}
+  return {-1, string.format('%d', available + held)}
 end
-return {1, available}
+return {1, string.format('%d', available)}

@@ -58,6 +58,18 @@ export function latchContract(label: string, start: () => Promise<LatchServers>)
       assert.is(await latch!.count(), 2);
     });
 
+
+    it('keeps counts exact up to Number.MAX_SAFE_INTEGER, read from another client too', async () => {
+      // Integer replies near 2^53 are read through a float by some clients (ioredis 6 and node-redis
+      // decode 9007199254740991 as 9007199254740992): counts travel as digits.
+      const [latch, seen] = latches(s.client, s.other);
+      const max = Number.MAX_SAFE_INTEGER;
+      assert.is(await latch!.trySetCount(max), true);
+      assert.is(await seen!.count(), max);
+      assert.is(await seen!.countDown(), max - 1);
+      assert.is(await latch!.count(), max - 1);
+      assert.is(await latch!.countDown(), max - 2);
+    });
     it('lets a wait on a latch that is not set through at once, with one script call', async () => {
       const [latch] = latches(s.client);
       const before = await scriptCalls();

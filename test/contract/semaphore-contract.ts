@@ -206,6 +206,29 @@ export function semaphoreContract(label: string, start: () => Promise<ContractSe
       assert.is(await sem!.availablePermits(), 1);
     });
 
+    it('counts permits exactly at the largest limit it takes, read from another client too', async () => {
+      // Integer replies near 2^53 are read through a float by some clients: counts travel as digits.
+      // A Redlock client takes fewer permits (RangeError): its largest limit is checked instead.
+      const name = uniqueName('contract');
+      let limit = Number.MAX_SAFE_INTEGER;
+      let mine: Semaphore;
+      try {
+        mine = s.client.semaphore(name, { permits: limit });
+      } catch (error) {
+        assert.instance(error, RangeError);
+        limit = Number(/to (\d+)/.exec((error as Error).message)?.[1]);
+        mine = s.client.semaphore(name, { permits: limit });
+      }
+      const theirs = s.other.semaphore(name, { permits: limit });
+      assert.is(await theirs.availablePermits(), limit);
+      const lease = await mine.acquire({ permits: 3 });
+      assert.is(await theirs.availablePermits(), limit - 3);
+      const error = await rejects(s.other.semaphore(name, { permits: limit - 1 }).tryAcquire());
+      assert.is(error.code, 'ERR_LOCK_PERMITS_MISMATCH');
+      assert.ok(error.message.includes(String(limit)), `the stored limit, exactly: ${error.message}`);
+      await lease.release();
+    });
+
     it('leaves nothing taken behind an acquire that close() rejected, also on a Redis connection passed in', async () => {
       let rejected = 0;
       for (let i = 0; i < 3; i++) {
