@@ -18,8 +18,10 @@ import { wakeHead } from '../runtime/waiting.ts';
 import { noop, settledWithin } from '../runtime/waits.ts';
 
 /**
- * Redisson's `fairLockWaitTimeout` default: how long a waiter of an acquire without `waitMs` may take
- * to come for the lock once it is its turn (an acquire with a finite `waitMs` queues with that).
+ * Redisson's `fairLockWaitTimeout` default: how long a queued waiter may take to come for the lock
+ * once it is its turn. Every entry of RFairLock's queue is spaced by it and every acquisition or
+ * departure lowers the deadlines behind by it, so relock queues with it whatever its own `waitMs`
+ * (another spacing would push Java's deadlines out, or drop relock's entries early).
  */
 export const REDISSON_FAIR_WAIT_MS = 300_000;
 /** A queued waiter whose lock is free while the head takes it over tries again this soon (Redisson polls at once). */
@@ -64,9 +66,13 @@ export class RedissonFairCommands extends HashLockReads {
     this.#publish = publish;
   }
 
-  /** Taken with its token, or queued: how long until it is worth trying again. */
-  async take(keys: RedissonFairKeys, owner: string, leaseMs: number, waitMs: number): Promise<{ kind: 'acquired'; token: number } | { kind: 'busy'; ms: number }> {
-    const reply = await this.#runner.run(takeScript, [keys.lock, keys.queue, keys.timeouts, keys.fence], [owner, leaseMs, waitMs, Date.now()]);
+  /** Taken with its token, or busy (queued unless `queue` is false): how long until it is worth trying again. */
+  async take(keys: RedissonFairKeys, owner: string, leaseMs: number, queue: boolean): Promise<{ kind: 'acquired'; token: number } | { kind: 'busy'; ms: number }> {
+    const reply = await this.#runner.run(
+      takeScript,
+      [keys.lock, keys.queue, keys.timeouts, keys.fence],
+      [owner, leaseMs, REDISSON_FAIR_WAIT_MS, Date.now(), queue ? 'wait' : 'try'],
+    );
     return Array.isArray(reply) ? { kind: 'busy', ms: Number(reply[1]) } : { kind: 'acquired', token: toToken(reply, keys.fence) };
   }
 
@@ -78,8 +84,8 @@ export class RedissonFairCommands extends HashLockReads {
     return this.#runner.run(reenter, [keys.lock, keys.fence], [owner, leaseMs ?? 0, believed]);
   }
 
-  leave(keys: RedissonFairKeys, owner: string, waitMs: number): Promise<number> {
-    return this.#runner.run(leaveScript, [keys.lock, keys.queue, keys.timeouts, keys.channel], [owner, waitMs, this.#publish]);
+  leave(keys: RedissonFairKeys, owner: string): Promise<number> {
+    return this.#runner.run(leaveScript, [keys.lock, keys.queue, keys.timeouts, keys.channel], [owner, REDISSON_FAIR_WAIT_MS, this.#publish]);
   }
 
   forceRelease(keys: RedissonFairKeys): Promise<boolean> {
@@ -121,7 +127,9 @@ export class RedissonFairLockImpl extends LockBase<RedissonFairKeys> {
     const { runtime, commands } = this.#shared;
     // One owner for the whole wait: its place in the queue, and its channel, are its own.
     const owner = runtime.newOwner();
-    const queueMs = Number.isFinite(waitMs) && waitMs > 0 ? waitMs : REDISSON_FAIR_WAIT_MS;
+    // A try never joins the queue, as Redisson's tryLock() without a wait: a caller that dies
+    // before it would leave costs nobody anything.
+    const queue = waitMs !== 0;
     let sent: Promise<unknown> | undefined;
     try {
       return await acquire(runtime, {
@@ -133,28 +141,28 @@ export class RedissonFairLockImpl extends LockBase<RedissonFairKeys> {
         need: 1,
         key: this.#keys.lock,
         leaseMs: leaseMs ?? runtime.leaseMs,
-        attempt: () => (sent = this.#attempt(owner, leaseMs, queueMs)),
+        attempt: () => (sent = this.#attempt(owner, leaseMs, queue)),
         giveBack: (lease) => (lease as LeaseImpl).giveBack(),
       });
     } catch (error) {
       // A wait that ended without the lock leaves the queue once its last attempt is answered (so
       // after it, whatever the connection does), briefly awaited while Redis is reachable.
-      if (sent) {
-        const leaving = sent.then(noop, noop).then(() => commands.leave(this.#keys, owner, queueMs)).catch(noop);
-        if (waitMs !== 0 && runtime.runner.ready) await settledWithin(leaving, LEAVE_WAIT_MS);
+      if (sent && queue) {
+        const leaving = sent.then(noop, noop).then(() => commands.leave(this.#keys, owner)).catch(noop);
+        if (runtime.runner.ready) await settledWithin(leaving, LEAVE_WAIT_MS);
       }
       throw error;
     }
   }
 
   /** One attempt of the acquire's owner (a new Hold each time, the same owner). */
-  #attempt(owner: string, leaseMs: number | undefined, queueMs: number): Promise<Attempt<Lease>> {
+  #attempt(owner: string, leaseMs: number | undefined, queue: boolean): Promise<Attempt<Lease>> {
     const { runtime, commands, renewer } = this.#shared;
     const lease = leaseMs ?? runtime.leaseMs;
     const hold = new Hold(runtime, { name: this.name, key: this.#keys.lock, renewer, scripts: this.#scripts, renewable: leaseMs === undefined, owner });
     return attemptHold(runtime, hold, lease, 'fair-lock', {
       call: () =>
-        commands.take(this.#keys, owner, lease, queueMs).then((outcome) => {
+        commands.take(this.#keys, owner, lease, queue).then((outcome) => {
           if (outcome.kind === 'acquired') return outcome;
           // Queued: until the lock's lease (or the waiter before) ends, at most a lease; a free lock
           // the head is taking over, soon.

@@ -67,6 +67,45 @@ onEveryDeployment('layout redisson: fairLock() with RFairLock', (it, d) => {
     await java.fairLock(name).unlock(1);
   });
 
+  it('never queues a try (tryAcquire, waitMs 0), as Redisson\'s tryLock() without a wait', async () => {
+    const name = uniqueName('interop-fair');
+    const queue = `redisson_lock_queue:{${name}}`;
+    const timeouts = `redisson_lock_timeout:{${name}}`;
+    const java = d.java();
+    await java.fairLock(name).lock(1);
+    const node = d.relock();
+    assert.is(await node.fairLock(name).tryAcquire(), null);
+    const error = await node
+      .fairLock(name)
+      .acquire({ waitMs: 0 })
+      .then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
+    assert.is(error?.code, 'ERR_LOCK_TIMEOUT');
+    assert.is(Number(await d.call(name, 'EXISTS', queue, timeouts)), 0, 'no entry in the queue or its deadlines');
+    await java.fairLock(name).unlock(1);
+    const lease = await node.fairLock(name).tryAcquire();
+    assert.ok(lease, 'a try takes the free lock');
+    await lease.release();
+  });
+
+  it('queues every relock waiter with fairLockWaitTimeout whatever its waitMs: deadlines spaced as Java\'s', async () => {
+    const name = uniqueName('interop-fair');
+    const queue = `redisson_lock_queue:{${name}}`;
+    const timeouts = `redisson_lock_timeout:{${name}}`;
+    const java = d.java();
+    await java.fairLock(name).lock(1);
+    const node = d.relock();
+    const waits = [node.fairLock(name).acquire({ waitMs: 5_000 }), node.fairLock(name).acquire({ waitMs: 5_000 })];
+    await eventually(async () => Number(await d.call(name, 'LLEN', queue)) === 2, 'both relock waiters queued');
+    const [first, second] = (await d.call(name, 'LRANGE', queue, 0, -1)) as string[];
+    const spacing = Number(await d.call(name, 'ZSCORE', timeouts, second!)) - Number(await d.call(name, 'ZSCORE', timeouts, first!));
+    assert.is(spacing, 300_000, "each deadline is the one before's plus Redisson's 5 min, not the caller's waitMs");
+    await java.fairLock(name).unlock(1);
+    for (const lease of await within(Promise.all(waits.map((w) => w.then(async (l) => (await l.release(), l)))), 3_000, 'both served')) assert.ok(lease.fencingToken > 0);
+  });
+
   it('frees the lock of a dead Java holder at its lease end for a relock waiter', async () => {
     const name = uniqueName('interop-fair');
     const java = d.java({ leaseMs: 900 });
