@@ -22,8 +22,16 @@ function renewalBoundMs(leaseMs: number): number {
 /** What the watchdog decides of a hold: when it counts as lost, and whether it is still renewed. */
 interface Tracked {
   deadline: number;
+  /** The margin its deadline keeps before the lease ends on Redis: the most the loss may come earlier for a late loop. */
+  marginMs: number;
   renewing: boolean;
 }
+
+/**
+ * How the loop's lateness estimate decays per tick of the watchdog (a tick every third of a lease at
+ * most): a spike is remembered for a few renewal periods, then forgotten.
+ */
+const LATENESS_DECAY = 0.75;
 
 /** One renewal call out: its holds, and its settling, once answered or past its bound. */
 interface Call {
@@ -57,6 +65,14 @@ export class Watchdog {
   #renewables = 0;
   #timer: unknown;
   #timerAt = Number.POSITIVE_INFINITY;
+  /** When the armed timer should fire (its delay from when it was armed): its lateness is measured from this. */
+  #timerDueAt = Number.POSITIVE_INFINITY;
+  /**
+   * How late this process's timers have fired lately (the largest lateness, decaying): a busy event
+   * loop fires the loss timer late too, so a hold counts as lost this much earlier (at most its
+   * margin), and its signal still comes before the lease ends on Redis.
+   */
+  #lateMs = 0;
   #nextRenewalAt = 0;
   /** The renewal calls out (not answered, not past their bound). */
   readonly #calls = new Set<Call>();
@@ -78,7 +94,7 @@ export class Watchdog {
 
   #record(hold: Renewable): Tracked {
     let record = this.#records.get(hold);
-    if (!record) this.#records.set(hold, (record = { deadline: Number.POSITIVE_INFINITY, renewing: hold.renewable }));
+    if (!record) this.#records.set(hold, (record = { deadline: Number.POSITIVE_INFINITY, marginMs: 0, renewing: hold.renewable }));
     return record;
   }
 
@@ -104,14 +120,29 @@ export class Watchdog {
 
   /** Sets when the hold counts as lost: the lease that began when its command was sent, less the margin. */
   leaseFrom(hold: Renewable, sentAt: number, leaseMs: number): void {
-    this.#record(hold).deadline = sentAt + leaseMs - holdMarginMs(hold, leaseMs);
+    const record = this.#record(hold);
+    record.marginMs = holdMarginMs(hold, leaseMs);
+    record.deadline = sentAt + leaseMs - record.marginMs;
     this.add(hold);
   }
 
   /** Moves a fixed lease's deadline later, never earlier (a nested acquire with a longer lease). */
   lengthen(hold: Renewable, sentAt: number, leaseMs: number): void {
-    const record = this.#record(hold);
-    record.deadline = Math.max(record.deadline, sentAt + leaseMs - holdMarginMs(hold, leaseMs));
+    this.#extend(this.#record(hold), hold, sentAt, leaseMs);
+  }
+
+  /** A lease from `sentAt` on, when it ends later than the one the record has. */
+  #extend(record: Tracked, hold: Renewable, sentAt: number, leaseMs: number): void {
+    const marginMs = holdMarginMs(hold, leaseMs);
+    if (sentAt + leaseMs - marginMs <= record.deadline) return;
+    record.deadline = sentAt + leaseMs - marginMs;
+    record.marginMs = marginMs;
+  }
+
+  /** When the hold counts as lost: its deadline, earlier by the loop's recent lateness (at most its margin). */
+  #lossAt(hold: Renewable): number {
+    const record = this.#records.get(hold);
+    return record ? record.deadline - Math.min(this.#lateMs, record.marginMs) : Number.POSITIVE_INFINITY;
   }
 
   /** Stops renewing the hold but keeps its deadline: it ends as a fixed lease would. */
@@ -173,7 +204,7 @@ export class Watchdog {
 
   /** When the watchdog must look at this hold next. */
   #due(hold: Renewable): number {
-    const deadline = hold.held ? this.deadlineOf(hold) : Number.POSITIVE_INFINITY;
+    const deadline = hold.held ? this.#lossAt(hold) : Number.POSITIVE_INFINITY;
     return this.renews(hold) ? Math.min(deadline, this.#nextRenewalAt) : deadline;
   }
 
@@ -182,15 +213,19 @@ export class Watchdog {
     if (this.#stopped || at >= this.#timerAt) return;
     this.#clock.clearTimeout(this.#timer);
     this.#timerAt = at;
-    this.#timer = this.#clock.setTimeout(() => this.#tick(), Math.max(0, at - this.#clock.now()));
+    const now = this.#clock.now();
+    this.#timerDueAt = Math.max(at, now);
+    this.#timer = this.#clock.setTimeout(() => this.#tick(), Math.max(0, at - now));
   }
 
   #tick(): void {
+    const now = this.#clock.now();
+    this.#lateMs = Math.max(now - this.#timerDueAt, this.#lateMs * LATENESS_DECAY);
     this.#timer = undefined;
     this.#timerAt = Number.POSITIVE_INFINITY;
-    const now = this.#clock.now();
+    this.#timerDueAt = Number.POSITIVE_INFINITY;
     for (const hold of this.#holds) {
-      if (hold.held && now >= this.deadlineOf(hold)) {
+      if (hold.held && now >= this.#lossAt(hold)) {
         const ended = this.renews(hold) ? 'could not be renewed before its lease ended' : 'reached the end of its lease';
         this.lose(hold, new LockLostError(`Lock "${hold.name}" ${ended}`, { lockName: hold.name }));
       }
@@ -288,8 +323,7 @@ export class Watchdog {
       if (!this.#holds.has(hold) || !this.renews(hold)) return;
       if (renewed[i]) {
         // Never earlier: an answer past its bound may land after a later call's.
-        const record = this.#record(hold);
-        record.deadline = Math.max(record.deadline, sentAt + this.#leaseMs - holdMarginMs(hold, this.#leaseMs));
+        this.#extend(this.#record(hold), hold, sentAt, this.#leaseMs);
         this.#wakeBy(this.#due(hold));
       } else if (heldAtSend[i] && hold.held) {
         this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));

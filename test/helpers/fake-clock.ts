@@ -14,6 +14,8 @@ export class FakeClock implements Clock {
   readonly #timers = new Map<number, Timer>();
   /** Every delay passed to setTimeout, in order (what a real timer would have been asked for). */
   readonly delays: number[] = [];
+  /** How late every timer fires after its delay, as on a busy event loop (default 0: on time). */
+  lateMs = 0;
 
   constructor(start = 0) {
     this.#now = start;
@@ -26,7 +28,7 @@ export class FakeClock implements Clock {
   setTimeout(fn: () => void, ms: number): unknown {
     const id = ++this.#ids;
     this.delays.push(ms);
-    this.#timers.set(id, { id, at: this.#now + Math.max(0, ms), fn });
+    this.#timers.set(id, { id, at: this.#now + Math.max(0, ms) + this.lateMs, fn });
     return id;
   }
 

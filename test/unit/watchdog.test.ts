@@ -284,6 +284,25 @@ describe('Watchdog loss', (it) => {
     assert.is(watchdog.deadlineOf(hold), 1_270, 'a late answer does not revive the deadline');
   });
 
+  it('loses a hold earlier by its loop\'s recent lateness (at most the margin): on a late loop the signal still comes before Redis ends the lease', async () => {
+    const { clock, watchdog } = setup(600);
+    clock.lateMs = 100; // every timer fires 100 ms late, as on a busy machine
+    const renewer = new FakeRenewer(500, clock);
+    const hold = makeHold('a', renewer);
+    acquireHold(watchdog, hold, clock.now(), 600); // ends on Redis at 1600; deadline 1540, margin 60
+    let lostAt = Number.NaN;
+    const lose = hold.lose;
+    hold.lose = (error) => {
+      lostAt = clock.now();
+      lose(error);
+    };
+    await clock.advanceAsync(700); // the renewals hang
+    assert.ok(renewer.calls.length >= 1, 'renewals were sent');
+    assert.is(hold.losses.length, 1);
+    assert.ok(lostAt < 1_600, `lost at ${lostAt}, before the lease ends on Redis at 1600`);
+    assert.ok(lostAt >= 1_540 - 60, `not earlier than the deadline less the margin (${lostAt})`);
+  });
+
   it('loses a hold at its deadline when every renewal fails, and reports the failures', async () => {
     const { clock, watchdog, errors } = setup(300);
     const renewer = new FakeRenewer(500, clock);
