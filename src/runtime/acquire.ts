@@ -139,8 +139,10 @@ export interface FrameRequest<T> {
  */
 export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Promise<T> {
   const { pending, closed } = runtime;
-  // Also checked here: close() may have come between the fast path's attempt and the frame.
-  if (closed.aborted) throw closedBeforeCall(closed.reason, request.name);
+  // Also checked here: close() may have come between the fast path's attempt and the frame. That
+  // acquire was pending when close() came: it gets close()'s AbortError (the callers checked for a
+  // client closed before the call, ERR_LOCK_CLOSED).
+  if (closed.aborted) throw closed.reason;
   request.signal?.throwIfAborted();
   runtime.firstUse();
   const stop = new AbortController();
