@@ -4,9 +4,10 @@
 //
 //   node scripts/run-examples.mjs           # the examples as they are in the repository (after npm run build)
 //   node scripts/run-examples.mjs --packed  # copied into an empty project that installed the packed tarball
-//                                           # (npm install of the tarball, ioredis and tsx: needs the registry or npm's cache)
+//                                           # (npm install of the tarball, ioredis, tsx and the framework examples' packages:
+//                                           # needs the registry or npm's cache)
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,8 +26,19 @@ const CASES = [
   { file: 'nightly-report/cron.sh', code: 0, says: /^OK: one node of three built the report$/m, also: (out) => (out.match(/relock exited 75$/gm) ?? []).length === 2 },
   { file: 'form-submit/main.ts', code: 0, says: /^OK: inserted once/m },
   { file: 'form-submit/main.ts', args: ['--no-lock'], code: 1, says: /^DUPLICATE/m },
+  // The guides' examples (docs/choosing-timeouts.md, docs/migrating.md, docs/frameworks.md).
+  { file: 'choosing-timeouts/main.ts', code: 0, says: /^OK: a bounded wait, a renewed lease, a fixed lease that ended$/m },
+  { file: 'migrating/main.ts', code: 0, says: /^OK: each loss reported where the old library reported it$/m },
+  { file: 'express/main.ts', code: 0, says: /^OK: charged once, four duplicates refused with 409$/m },
+  { file: 'express/main.ts', args: ['--no-lock'], code: 1, says: /^CHARGED 5 TIMES/m },
+  { file: 'fastify/main.ts', code: 0, says: /^OK: every restock counted$/m },
+  { file: 'fastify/main.ts', args: ['--no-lock'], code: 1, says: /^LOST UPDATES/m },
+  { file: 'nestjs/main.ts', code: 0, says: /^OK: the builds ran one at a time$/m },
+  { file: 'nestjs/main.ts', args: ['--no-lock'], code: 1, says: /^OVERLAPPED/m },
 ];
-const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit'];
+const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit', 'choosing-timeouts', 'migrating', 'express', 'fastify', 'nestjs'];
+/** What the framework examples import, installed beside the tarball at the repository's versions (devDependencies). */
+const FRAMEWORKS = ['express', 'fastify', '@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'];
 
 function npm(args, cwd) {
   return execFileSync('npm', args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
@@ -38,8 +50,12 @@ function installPacked(dir) {
   const project = join(dir, 'project');
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'relock-examples', private: true, type: 'module' }, null, 2));
-  npm(['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename), 'ioredis', 'tsx'], project);
+  const { devDependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  const frameworks = FRAMEWORKS.map((name) => `${name}@${devDependencies[name]}`);
+  npm(['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename), 'ioredis', 'tsx', ...frameworks], project);
   for (const example of EXAMPLES) cpSync(join(root, 'examples', example), join(project, example), { recursive: true });
+  // tsx reads the decorator setting (NestJS) from the tsconfig.json of the working directory.
+  cpSync(join(root, 'examples', 'tsconfig.json'), join(project, 'tsconfig.json'));
   console.log(`installed ${filename} into ${project}`);
   return project;
 }

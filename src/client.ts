@@ -245,7 +245,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
   /**
    * Rejects every pending wait with an `AbortError`, stops every watchdog renewal (held leases abort
    * with `LockLostError` and their locks expire), closes the subscriber and any connection this
-   * client created. A Redis client passed in stays open. Idempotent.
+   * client created. A Redis client passed in stays open. Idempotent. An acquire called after it
+   * rejects with a `LockError` `ERR_LOCK_CLOSED` whose `cause` is that `AbortError`.
    */
   close(): Promise<void> {
     this.#closing ??= this.#close();

@@ -157,6 +157,15 @@ export class LockLostError extends LockError {
 }
 brand(LockLostError, 'LockLostError', 'ERR_LOCK_LOST');
 
+/**
+ * The error of an acquire (or a latch's wait) called after `close()`: a `LockError`
+ * `ERR_LOCK_CLOSED`, like a release after `close()`, whose `cause` is `close()`'s `AbortError`
+ * (the one pending waits were rejected with).
+ */
+export function closedBeforeCall(reason: unknown, lockName: string): LockError {
+  return new LockError(`Lock "${lockName}" cannot be acquired: its LockClient was closed`, { cause: reason, lockName, code: 'ERR_LOCK_CLOSED' });
+}
+
 /** The error a pending wait rejects with when its client is closed: a DOM-style `AbortError`. */
 export function closedError(): Error {
   return new DOMException('The LockClient was closed', 'AbortError');

@@ -3,7 +3,7 @@
 // by its keys.
 import type { Lease, Lock } from './api.ts';
 import type { AcquireTraceContext, LockKind } from './diagnostics.ts';
-import { LockLostError } from './errors.ts';
+import { closedBeforeCall, LockLostError } from './errors.ts';
 import { frontAcquire, frontRunExclusive, frontTryAcquire, type Taker } from './front.ts';
 import { LeaseImpl } from './lease.ts';
 import type { AcquireOptions, TryAcquireOptions } from './options.ts';
@@ -61,7 +61,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
   /** Re-enters when the current context holds the lock, else takes it afresh. */
   async #take(waitMs: number, leaseMs: number | undefined, signal: AbortSignal | undefined, trace?: AcquireTraceContext): Promise<Lease> {
     const runtime = this.#runtime;
-    if (runtime.closed.aborted) throw runtime.closed.reason;
+    if (runtime.closed.aborted) throw closedBeforeCall(runtime.closed.reason, this.name);
     signal?.throwIfAborted();
     const held = runtime.context.find(this.#keys.lock);
     if (held) {

@@ -178,6 +178,10 @@ export function checkRedis(value: unknown): string | AnyRedisClient | RedisConne
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     expected('redis', CLIENTS, value, TypeError);
   }
+  // `redis: createClient().connect()`: node-redis's connect() returns a promise of the client.
+  if (typeof (value as { then?: unknown }).then === 'function') {
+    throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a Promise: did you forget await? (\`redis: await createClient().connect()\`)`);
+  }
   const refusal = isGlideClient(value) ? glideRefusal(value) : undefined;
   if (refusal !== undefined) {
     throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a GLIDE client (${(value as object).constructor?.name || 'GLIDE'}) relock cannot use: ${refusal} (docs/clients.md#glide)`);

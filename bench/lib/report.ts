@@ -50,6 +50,23 @@ export function relockVersion(): string {
   return `${pkg.version} (dist/ built from ${commit || 'an unknown commit'}${dirty ? ' with uncommitted changes to src/ or lua/' : ''})`;
 }
 
+/** Where the hand-written summary of benchmarks.md begins and ends: a run keeps it as it is. */
+const SUMMARY_START = '<!-- summary: written by hand, kept by bench/run.ts; test/integration/testing/readme-figures.test.ts checks its figures -->';
+const SUMMARY_END = '<!-- /summary -->';
+
+/** The hand-written summary of the page a run replaces (empty when it has none), with a blank line after. */
+function summary(file: string): string {
+  let page = '';
+  try {
+    page = readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+  const start = page.indexOf(SUMMARY_START);
+  const end = page.indexOf(SUMMARY_END);
+  return start >= 0 && end > start ? `${page.slice(start, end + SUMMARY_END.length)}\n\n` : '';
+}
+
 export async function writeReport(input: ReportInput): Promise<string[]> {
   const chartsDir = join(input.target, 'benchmarks');
   mkdirSync(chartsDir, { recursive: true });
@@ -155,7 +172,7 @@ for that figure (the highest for ops/s and utilisation, the lowest for everythin
 machine is shared and absolute times drift from run to run. The floors (*in italics*) are not peers:
 they are what a minimal hand-written lock costs.
 
-## Targets
+${summary(join(input.target, 'benchmarks.md'))}## Targets
 
 ${targets(input, at)}
 

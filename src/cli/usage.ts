@@ -18,6 +18,8 @@ export const EXIT = Object.freeze({
   busy: 75,
   /** EX_NOPERM: the Redis user may not use relock's keys or commands (ACL). */
   forbidden: 77,
+  /** EX_CONFIG: ioredis, which the command line connects with, is not installed. */
+  config: 78,
   /** The command could not be executed (as in a shell). */
   notExecutable: 126,
   /** The command was not found (as in a shell). */

@@ -3,6 +3,7 @@
 import pTimeout from 'p-timeout';
 import type { Runtime } from './runtime.ts';
 import { isUnreachable, leaseTooShort, timedOut, timeoutError, type WaitState, type WaitWords } from './wait-errors.ts';
+import { closedBeforeCall } from '../errors.ts';
 import { Waiter } from './waiter.ts';
 import type { RoomOptions, WakeRule } from './waiting.ts';
 import { backoffMs, noop, onAbort, settledWithin, untilAborted } from './waits.ts';
@@ -67,7 +68,7 @@ const LISTEN_AFTER_MS = 2_000;
 /** The acquire of a lock that retries on its own: a lean first attempt, then the frame's attempt-sleep loop. */
 export async function acquire<T>(runtime: Runtime, request: AcquireRequest<T>): Promise<T> {
   const { closed } = runtime;
-  if (closed.aborted) throw closed.reason;
+  if (closed.aborted) throw closedBeforeCall(closed.reason, request.name);
   request.signal?.throwIfAborted();
   runtime.firstUse();
   const { waitMs, signal } = request;
@@ -138,7 +139,9 @@ export interface FrameRequest<T> {
  */
 export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Promise<T> {
   const { pending, closed } = runtime;
-  // Also checked here: close() may have come between the fast path's attempt and the frame.
+  // Also checked here: close() may have come between the fast path's attempt and the frame. That
+  // acquire was pending when close() came: it gets close()'s AbortError (the callers checked for a
+  // client closed before the call, ERR_LOCK_CLOSED).
   if (closed.aborted) throw closed.reason;
   request.signal?.throwIfAborted();
   runtime.firstUse();

@@ -54,6 +54,15 @@ export function isReplyError(error: unknown): boolean {
   return error instanceof Error && error.name === 'ReplyError' && !/max number of clients reached/i.test(error.message);
 }
 
+/**
+ * The error underneath one that says only that the client gave up: ioredis's "Reached the max
+ * retries per request limit" comes instead of the connection's own error (ECONNREFUSED, ENOTFOUND),
+ * which `lastError` holds.
+ */
+export function underneath(error: unknown, lastError: Error | undefined): unknown {
+  return error instanceof Error && error.name === 'MaxRetriesPerRequestError' ? (lastError ?? error) : error;
+}
+
 /** An ACL refusal, of a command, a key or a channel. */
 export function isAclError(error: unknown): boolean {
   return /NOPERM|can't publish to the channel|no permissions/i.test(errorMessage(error));
@@ -208,9 +217,7 @@ export class ScriptRunner {
       this.#heard();
     } catch (error) {
       this.#heard(error);
-      // ioredis's "max retries" says only that it gave up: the connection error underneath is the cause.
-      const underneath = error instanceof Error && error.name === 'MaxRetriesPerRequestError' ? (this.#port.lastError ?? error) : error;
-      throw classify(underneath, keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
+      throw classify(underneath(error, this.#port.lastError), keys, script.channelKey === undefined ? undefined : keys[script.channelKey], this.#closed.aborted);
     }
     return script.decode(reply);
   }
@@ -234,7 +241,7 @@ export class ScriptRunner {
       return reply;
     } catch (error) {
       this.#heard(error);
-      throw classify(error, [key], undefined, this.#closed.aborted);
+      throw classify(underneath(error, this.#port.lastError), [key], undefined, this.#closed.aborted);
     }
   }
 }

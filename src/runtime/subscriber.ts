@@ -5,7 +5,7 @@
 import { debuglog } from 'node:util';
 import { LockError } from '../errors.ts';
 import type { SubscriberConnection } from '../port/port.ts';
-import { classify, errorMessage } from './script.ts';
+import { classify, errorMessage, underneath } from './script.ts';
 import type { Inbox } from './waiting.ts';
 
 const log = debuglog('relock:subscriber');
@@ -46,6 +46,8 @@ export function connectionTransport(connect: () => SubscriberConnection, replace
     const channels = new Set<string>();
     const subscribe = (on: SubscriberConnection, names: string[]) => (sharded ? on.ssubscribe(...names) : on.subscribe(...names));
     let connection: SubscriberConnection | undefined;
+    /** The last connection error, the cause of a SUBSCRIBE the client gave up on. */
+    let lastError: Error | undefined;
     let readyOnce = false;
     let closed = false;
     /** Opens the next connection a moment later (its first 'ready' resubscribes); tries again while it cannot. */
@@ -72,6 +74,7 @@ export function connectionTransport(connect: () => SubscriberConnection, replace
         });
       }
       // Its 'error' events are the connect factory's to report (the client listens on every connection it makes).
+      opened.on('error', (error: Error) => (lastError = error));
       opened.on(sharded ? 'smessage' : 'message', (channel: string, message: string) => events.message(channel, message));
       opened.on('ready', () => {
         if (!readyOnce) {
@@ -99,7 +102,7 @@ export function connectionTransport(connect: () => SubscriberConnection, replace
           await subscribe(open(), [channel]);
         } catch (error) {
           channels.delete(channel);
-          throw error;
+          throw underneath(error, lastError);
         }
       },
       unsubscribe(channel) {

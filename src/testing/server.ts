@@ -37,13 +37,34 @@ export interface PrivateServer {
 const children = new Set<ChildProcess>();
 let exitHook = false;
 
-/** Kills every server still running when the process exits, however it exits normally. */
+/** The signals that end a test run from outside (a runner's timeout, a CI cancel, Ctrl-C, a closed terminal). */
+const ENDING_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'] as const;
+
+function killAll(): void {
+  for (const running of children) running.kill('SIGKILL');
+}
+
+/**
+ * Kills the servers, then lets the signal do what it would have done: when nobody else listens,
+ * Node's default (the process ends by the signal) is restored and the signal raised again; when
+ * someone does (a test runner's shutdown), the decision is theirs.
+ */
+function onEndingSignal(signal: NodeJS.Signals): void {
+  killAll();
+  if (process.listenerCount(signal) > 1) return;
+  for (const name of ENDING_SIGNALS) process.off(name, onEndingSignal);
+  process.kill(process.pid, signal);
+}
+
+/**
+ * Kills every server still running when the process exits, however it exits normally, and when a
+ * signal ends it (without a listener, SIGTERM and SIGINT end Node before any 'exit' listener runs).
+ */
 function track(child: ChildProcess): void {
   if (!exitHook) {
     exitHook = true;
-    process.on('exit', () => {
-      for (const running of children) running.kill('SIGKILL');
-    });
+    process.on('exit', killAll);
+    for (const signal of ENDING_SIGNALS) process.on(signal, onEndingSignal);
   }
   children.add(child);
   child.once('exit', () => children.delete(child));

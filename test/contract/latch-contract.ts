@@ -9,6 +9,7 @@ import { LockClient, LockError, LockTimeoutError, type CountDownLatch } from '..
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { scriptCalls as countScripts, sleep } from '../helpers/fixture.ts';
 import { onServers } from './servers.ts';
+import { assertClosedBeforeCall } from '../helpers/closed.ts';
 
 /** The servers a latch suite runs on, started before its first test. */
 export interface LatchServers {
@@ -127,6 +128,7 @@ export function latchContract(label: string, start: () => Promise<LatchServers>)
       await eventually(() => closing.waiting === 1, 'queued');
       await closing.close();
       assert.is((await pending).name, 'AbortError');
+      assertClosedBeforeCall(await rejects(closing.countDownLatch(latch!.name).wait()), 'a wait after close()');
     });
 
     it('lets its waiters through when it expires (ttlMs), though nothing is published then', async () => {

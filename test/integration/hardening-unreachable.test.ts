@@ -151,6 +151,33 @@ describe('Redis down (issue 7, 2.2)', (it) => {
     }
   });
 
+  // Issue 31, point 5: a wait rides out connection failures; when it ends, its error must say what
+  // failed underneath (the port refused, the host does not exist), not that ioredis gave up retrying.
+  const never: [string, () => Promise<string>, RegExp][] = [
+    ['a port nothing listens on', async () => `redis://127.0.0.1:${await freePort()}`, /^ECONNREFUSED$/],
+    // .invalid never resolves (RFC 6761); a resolver that cannot be asked says EAI_AGAIN.
+    ['a host name that does not exist', async () => `redis://relock-no-such-host.invalid:6379`, /^(ENOTFOUND|EAI_AGAIN)$/],
+  ];
+  for (const [label, url, code] of never) {
+    for (const waitMs of [undefined, 1_000]) {
+      it(`acquire(${waitMs === undefined ? '' : `{ waitMs: ${waitMs} }`}) on ${label}: the connection's own error is the cause and is in the message`, async () => {
+        const client = new LockClient({ redis: await url() });
+        client.on('error', noop);
+        try {
+          const { error } = await timedFailure(client.lock(uniqueName()).acquire(waitMs === undefined ? {} : { waitMs }), 10_000, `acquire on ${label}`);
+          assert.instance(error, LockError);
+          assert.is(error.code, 'ERR_LOCK_UNREACHABLE');
+          const cause = error.cause as NodeJS.ErrnoException;
+          assert.match(String(cause.code), code, `the cause's code (cause: ${cause.message})`);
+          assert.ok(error.message.includes(cause.code!), `the message names ${cause.code}: ${error.message}`);
+          assert.not.match(error.message, /max retries/i);
+        } finally {
+          await client.close();
+        }
+      });
+    }
+  }
+
   // A client passed in keeps its own settings: relock neither changes nor listens to it. Its commands
   // fail when ioredis gives up on them: with ioredis defaults (maxRetriesPerRequest 20) a command
   // waits for 21 reconnection attempts, so tryAcquire() and acquire() without waitMs reject with

@@ -279,8 +279,12 @@ describe('acquire frame', (it) => {
     const stop = new AbortController();
     stop.abort(reason);
     assert.is(await rejects(acquire(h.runtime, h.request({ signal: stop.signal }))), reason);
-    h.closer.abort(new DOMException('closed', 'AbortError'));
-    assert.is((await rejects(acquire(h.runtime, h.request()))).name, 'AbortError');
+    const closed = new DOMException('closed', 'AbortError');
+    h.closer.abort(closed);
+    const after = await rejects(acquire(h.runtime, h.request()));
+    assert.instance(after, LockError, 'an acquire after close() rejects with a LockError');
+    assert.is(after.code, 'ERR_LOCK_CLOSED');
+    assert.is(after.cause, closed, "close()'s AbortError is its cause");
     assert.is(h.attempts.length, 0);
   });
 

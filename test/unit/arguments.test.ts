@@ -10,6 +10,13 @@ const client = new LockClient({ redis });
 const lock = client.lock('valid');
 const noIo = () => assert.is(redis.status, 'wait', 'no connection was attempted');
 
+/** What `createClient().connect()` returns: a promise (of a client that never connects here). */
+function connecting(): Promise<unknown> {
+  const pending = createClient({ url: 'redis://127.0.0.1:1', socket: { reconnectStrategy: false } }).connect();
+  pending.catch(() => undefined);
+  return pending;
+}
+
 type Case = [label: string, call: () => unknown, error: typeof TypeError | typeof RangeError, mentions: string];
 
 const cases: Case[] = [
@@ -27,6 +34,9 @@ const cases: Case[] = [
   ['redis a GLIDE 1.x client', () => new LockClient({ redis: new (class GlideClient { customCommand() {} getPubSubMessage() {} })() as never }), TypeError, '@valkey/valkey-glide 2.3 or later'],
   ['redis a GLIDE client keeping no configuration', () => new LockClient({ redis: new (class GlideClient { customCommand() {} getPubSubMessage() {} subscribeLazy() {} getSubscriptions() {} })() as never }), TypeError, 'config.addresses'],
   ['redis an instance of another class', () => new LockClient({ redis: new Map() as never }), TypeError, 'an instance of Map'],
+  // Issue 31, point 5: `redis: createClient().connect()` without await (it said "an instance of Promise").
+  ['redis a node-redis connect() promise (no await)', () => new LockClient({ redis: connecting() as never }), TypeError, 'got a Promise: did you forget await?'],
+  ['redis a connect() promise among Redlock masters', () => new LockClient({ redis: [connecting(), connecting(), connecting()] as never }), TypeError, 'did you forget await?'],
   ['redis options with a key no ioredis option has', () => new LockClient({ redis: { hots: '10.0.0.1', port: 6380 } as never }), TypeError, '`hots`'],
   ['redis options spread from an ioredis client', () => new LockClient({ redis: { ...new Redis({ lazyConnect: true }) } as never }), TypeError, '`redis` options to hold ioredis options only'],
   ['prefix empty', () => new LockClient({ redis, prefix: '' }), RangeError, '`prefix`'],

@@ -67,6 +67,21 @@ describe('relock usage', (it) => {
     assert.match((await relock(['--version'], env)).stdout, /^\d+\.\d+\.\d+/);
   }, 60_000);
 
+  // Issue 31, point 5: a project with node-redis or GLIDE alone got "unexpected error" and a stack.
+  it('says ioredis is not installed and exits 78, without a stack, in a project without ioredis', async () => {
+    const preload = join(import.meta.dirname, 'without-ioredis.cjs');
+    const without = { ...env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(preload)}` };
+    const results = await relockEach([['status', 'job'], ['unlock', 'job'], ['run', 'job', '--', 'true']], without);
+    for (const result of results) {
+      assert.is(result.code, 78, `exits 78 (EX_CONFIG): ${result.stderr}`);
+      assert.match(result.stderr, /^relock: the relock command connects to Redis with ioredis, which is not installed here: `npm install ioredis`/);
+      assert.is(result.stderr.trim().split('\n').length, 1, `one line, no stack: ${result.stderr}`);
+      assert.not.match(result.stderr, /unexpected error|node-redis client/);
+    }
+    // --help needs no Redis, so no ioredis either.
+    assert.is((await relock(['status', '--help'], without)).code, 0);
+  }, 60_000);
+
   it('is the package\'s bin: dist/cli.mjs, with a shebang, shipped in the tarball', async () => {
     const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin?: Record<string, string> };
     assert.equal(pkg.bin, { relock: './dist/cli.mjs' });

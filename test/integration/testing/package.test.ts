@@ -90,6 +90,30 @@ describe('relock/testing, from the packed tarball installed into an empty projec
   });
 });
 
+// Issue 31, point 6: the range lagged testcontainers 12, which npm then refused (ERESOLVE) or overrode.
+describe('relock/testing peer range', (it) => {
+  /** The majors a range of caret alternatives (`^10.0.0 || ^11.0.0`) admits. */
+  const majors = (range: string) =>
+    range.split('||').map((part) => {
+      const caret = /^\s*\^(\d+)\.0\.0\s*$/.exec(part);
+      assert.ok(caret, `"${part.trim()}" is a ^N.0.0 alternative`);
+      return Number(caret![1]);
+    });
+
+  it("admits testcontainers' newest major: npm's latest when the registry answers, else 12 (latest on 2026-12-07)", async () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
+    const admitted = majors(pkg.peerDependencies.testcontainers!);
+    let latest = 12;
+    try {
+      const { stdout } = await run('npm', ['view', 'testcontainers', 'version', '--prefer-online'], { cwd: root, timeout: 15_000 });
+      latest = Math.max(latest, Number(stdout.trim().split('.')[0]));
+    } catch (error) {
+      console.log(`  (the registry did not answer: checked against major 12: ${(error as Error).message.split('\n')[0]})`);
+    }
+    for (let major = 10; major <= latest; major++) assert.ok(admitted.includes(major), `testcontainers ${major}.x is admitted by "${pkg.peerDependencies.testcontainers}"`);
+  }, 30_000);
+});
+
 describe('scripts/check-links.mjs', (it) => {
   it('passes on the repository', async () => {
     const { stdout } = await run(process.execPath, [checkLinks], { cwd: root, timeout: 20_000 });

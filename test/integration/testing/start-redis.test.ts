@@ -1,5 +1,5 @@
 import * as assert from 'uvu/assert';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { LockClient } from '../../../src/index.ts';
 import { freePort, ping } from '../../../src/testing/server.ts';
 import { startRedis, type TestRedis } from '../../../src/testing/index.ts';
-import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 
 const child = join(import.meta.dirname, 'child.ts');
 const run = promisify(execFile);
@@ -94,7 +94,53 @@ describe('relock/testing startRedis: a private redis-server', (it) => {
     assert.ok(port > 0, `the child printed its server's port: ${stdout}`);
     await eventually(() => !serverProcessOn(port), `the redis-server on ${port} is gone with its parent`);
   });
+
+  // Issue 31, point 6: a runner's timeout or a CI cancel sends SIGTERM; without a listener Node ends
+  // before any 'exit' listener runs, and the redis-server outlived it.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    it(`kills its redis-server when ${signal} ends the process, and the process still ends by ${signal}`, async () => {
+      const { port, ended } = await hanging('hang');
+      process.kill(hangingPid, signal);
+      const { code, signal: endedBy } = await ended;
+      assert.is(endedBy, signal, `the child ended by ${signal} (exit code ${code}), as it would without relock/testing`);
+      await eventually(() => !serverProcessOn(port), `the redis-server on ${port} is gone with its parent`);
+    });
+  }
+
+  it("kills its redis-server on SIGTERM and leaves the exit to the process's own SIGTERM listener", async () => {
+    const { port, ended, output } = await hanging('hang-graceful');
+    process.kill(hangingPid, 'SIGTERM');
+    const { code, signal } = await ended;
+    assert.is(code, 0, `the child's own listener decided the exit (signal ${signal})`);
+    assert.match(output(), /graceful/);
+    await eventually(() => !serverProcessOn(port), `the redis-server on ${port} is gone with its parent`);
+  });
 });
+
+let hangingPid = 0;
+
+/** A child that started a private redis-server and stays up: its server's port, and its end. */
+async function hanging(mode: 'hang' | 'hang-graceful') {
+  const started = spawn(process.execPath, ['--import', 'tsx', child, mode], { stdio: ['ignore', 'pipe', 'inherit'] });
+  hangingPid = started.pid!;
+  let out = '';
+  started.stdout.setEncoding('utf8');
+  const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => started.once('close', (code, signal) => resolve({ code, signal })));
+  const port = await within(
+    new Promise<number>((resolve, reject) => {
+      started.stdout.on('data', (chunk: string) => {
+        out += chunk;
+        const line = /^(\d+)$/m.exec(out);
+        if (line) resolve(Number(line[1]));
+      });
+      void ended.then(() => reject(new Error(`the child ended before printing its port: ${out}`)));
+    }),
+    15_000,
+    'the child printing its port',
+  );
+  assert.ok(serverProcessOn(port), `a redis-server runs on ${port}`);
+  return { port, ended: within(ended, 10_000, 'the child ending'), output: () => out };
+}
 
 describe('relock/testing startRedis: REDIS_URL', (it) => {
   let shared: TestRedis;
