@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import type { Redis, RedisOptions } from 'ioredis';
 import type { RedisClient, RedisConnectionOptions } from '../options.ts';
 import { keySlot } from '../runtime/slot.ts';
-import type { RedisPort, SubscriberConnection, Topology } from './port.ts';
+import { Readiness, type RedisPort, type SubscriberConnection, type Topology } from './port.ts';
 
 export type { Redis, RedisOptions };
 
@@ -98,6 +98,8 @@ export async function closeConnection(redis: RedisClient): Promise<void> {
 export interface ConnectionWatch {
   drops: number;
   lastError: Error | undefined;
+  /** Its 'ready' events. */
+  readonly ready: Readiness;
 }
 
 const watches = new WeakMap<object, ConnectionWatch>();
@@ -106,9 +108,10 @@ const watches = new WeakMap<object, ConnectionWatch>();
 export function watchConnection(redis: RedisClient): ConnectionWatch {
   let watch = watches.get(redis);
   if (!watch) {
-    const created: ConnectionWatch = { drops: 0, lastError: undefined };
+    const created: ConnectionWatch = { drops: 0, lastError: undefined, ready: new Readiness() };
     const dropped = () => created.drops++;
     redis.on('close', dropped);
+    redis.on('ready', () => created.ready.fire());
     if (redis.isCluster === true) watchNodes(redis as unknown as ClusterLike, dropped);
     watches.set(redis, (watch = created));
   }
@@ -231,6 +234,7 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
     get lastError() {
       return watch.lastError;
     },
+    onReady: (listener) => watch.ready.add(listener),
     topology,
     evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (source, keys, args) => redis.eval(source, keys.length, ...keys, ...args),

@@ -6,7 +6,7 @@
 // own timeout more).
 import type { NodeRedisClient, NodeRedisCluster } from '../options.ts';
 import { Deadlines, NodeRedisSubscriber, within, type Client } from './node-redis-connection.ts';
-import type { RedisPort, Topology } from './port.ts';
+import { Readiness, type RedisPort, type Topology } from './port.ts';
 
 /** How long a command may go unanswered once sent, as relock's own ioredis connections allow. */
 const ANSWER_MS = 5_000;
@@ -68,6 +68,8 @@ interface Watch {
   lastError: Error | undefined;
   /** The answer deadlines of the commands relock sent on it. */
   readonly deadlines: Deadlines;
+  /** Its 'ready' events (a client; a Cluster's nodes say nothing relock hears). */
+  readonly ready: Readiness;
   /** Records a command's failure (a connection failure as `lastError`). */
   readonly failed: (error: unknown) => void;
 }
@@ -82,13 +84,17 @@ function watchOf(client: { on(event: string, listener: () => void): unknown }, l
       dropped: false,
       lastError: undefined,
       deadlines: new Deadlines(ANSWER_MS),
+      ready: new Readiness(),
       failed: (error) => {
         if (error instanceof Error && error.name !== 'ReplyError') created.lastError = error;
       },
     };
     if (listen) {
       client.on('reconnecting', () => (created.dropped = true));
-      client.on('ready', () => (created.dropped = false));
+      client.on('ready', () => {
+        created.dropped = false;
+        created.ready.fire();
+      });
     }
     watches.set(client, (watch = created));
   }
@@ -141,6 +147,7 @@ export function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError
     get lastError() {
       return watch.lastError;
     },
+    onReady: (listener: () => void) => watch.ready.add(listener),
     close: () => Promise.resolve(),
   };
   if (cluster) return clusterPort(given as unknown as Cluster, watch, listen, notOpen, common);
@@ -172,7 +179,7 @@ function clusterPort(
   watch: Watch,
   listen: (connection: NodeRedisSubscriber) => NodeRedisSubscriber,
   notOpen: () => Promise<never>,
-  common: Pick<RedisPort, 'drops' | 'routesPubSub' | 'lastError' | 'close'>,
+  common: Pick<RedisPort, 'drops' | 'routesPubSub' | 'lastError' | 'onReady' | 'close'>,
 ): RedisPort {
   const send = (key: string | undefined, args: string[]) => sent(true, (options) => cluster.sendCommand(key, false, args, options), args[0]!, watch);
   // A Cluster whose connect() is still reading the slot map has no node to send to yet (node-redis 5
