@@ -94,6 +94,44 @@ describe('A give-back or release that could not be sent is sent again (issue 30,
     proxy.pass();
   }
 
+  it('stops sending a release again once its lease has ended on Redis, and at close()', async () => {
+    // ioredis with the offline queue off, behind a proxy that stays down: every sending fails at once.
+    const proxy = await startProxy({ host: server.host, port: server.port });
+    const { redis, close } = await FAMILIES[0]!.open(proxy);
+    closers.push(() => proxy.close(), close);
+    let sent = 0;
+    const ioredis = redis as unknown as { evalsha(...args: unknown[]): Promise<unknown> };
+    const evalsha = ioredis.evalsha.bind(redis);
+    ioredis.evalsha = (...args) => (sent++, evalsha(...args));
+    const count = async (leaseMs: number, end: (client: LockClient) => Promise<void>) => {
+      if ((redis as unknown as Redis).status !== 'ready') await once(redis as unknown as Redis, 'ready');
+      const client = new LockClient({ redis, leaseMs });
+      client.on('error', noop);
+      closers.push(() => client.close());
+      await (await client.lock(uniqueName()).acquire()).release();
+      const lease = await client.lock(uniqueName()).acquire();
+      proxy.cut();
+      proxy.blackhole();
+      assert.is(((await rejects(lease.release())) as LockError).code, 'ERR_LOCK_UNREACHABLE');
+      const before = sent;
+      await end(client);
+      const after = sent;
+      await sleep(2_500);
+      proxy.pass();
+      return { resent: after - before, later: sent - after };
+    };
+    // A 1.5 s lease: sent again while it lasts, then no more.
+    const lease = await count(1_500, async () => void (await sleep(2_000)));
+    assert.ok(lease.resent >= 1, 'sent again while the lease lasted');
+    assert.is(lease.later, 0, 'nothing sent after the lease ended');
+    // A 30 s lease, the client closed: no more either.
+    const closed = await count(30_000, async (client) => {
+      await sleep(500);
+      await client.close();
+    });
+    assert.is(closed.later, 0, 'nothing sent after close()');
+  }, 30_000);
+
   for (const family of FAMILIES) {
     it(`${family.name}: an acquire whose reply was lost in a reset is given back once the client is ready again`, async () => {
       const { proxy, client, other } = await setupFor(family);
