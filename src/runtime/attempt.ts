@@ -23,8 +23,8 @@ export interface Take {
  * Runs one attempt of `hold` (a fresh owner) for a lease of `leaseMs`. No answer is not "not taken":
  * the script may still run after a client-side timeout (or on some masters of a quorum), so a call
  * that failed to reach Redis is followed by `take.giveBack()`, sent again until it lands or the lease
- * has ended; the owner is this attempt's alone, so that is safe whatever happened. A busy answer is never this attempt's own hold: a second run of
- * its script (a resend) answers "acquired".
+ * has ended; the owner is this attempt's alone, so that is safe whatever happened. A busy answer is
+ * never this attempt's own hold: a second run of its script (a resend) answers "acquired".
  */
 export function attemptHold(runtime: Runtime, hold: Hold, leaseMs: number, kind: LockKind, take: Take): Promise<Attempt<LeaseImpl>> {
   const { watchdog } = runtime;

@@ -62,7 +62,9 @@ export class Hold implements Renewable {
   #mutex: Mutex | undefined;
   /** The operation running outside the mutex, until it settles. */
   #running: Promise<void> | undefined;
-  /** Its last release failed for want of a connection, and relock's resend of it landed. */
+  /** Its last release failed for want of a connection: relock sends it again (once at a time). */
+  #resending = false;
+  /** ... and that resend landed. */
   #resent = false;
 
   constructor(runtime: Runtime, init: HoldInit) {
@@ -284,6 +286,8 @@ export class Hold implements Renewable {
    * have run after all), the hold is released.
    */
   #resend(believed: number, whole: boolean): void {
+    if (this.#resending) return;
+    this.#resending = true;
     const { watchdog } = this.#runtime;
     const send = () =>
       this.#serial(async () => {
