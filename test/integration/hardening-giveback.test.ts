@@ -151,6 +151,23 @@ describe('A give-back or release that could not be sent is sent again (issue 30,
       await lease.release();
     }, 40_000);
 
+    it(`${family.name}: a fair lock's try whose reply was lost in a reset is given back (its leave) once the client is ready again`, async () => {
+      const { proxy, client, other } = await setupFor(family);
+      const name = uniqueName();
+      const admin = server.connect();
+      await (await client.fairLock(name).acquire()).release();
+      proxy.delay(0, 60_000);
+      const acquiring = rejects(client.fairLock(name).acquire({ waitMs: 0 }));
+      await eventually(async () => (await admin.exists(`relock:{${name}}:fair`)) === 1, 'the acquire ran on Redis');
+      const cut = outage(proxy);
+      const error = (await acquiring) as LockError;
+      assert.is(error.code, 'ERR_LOCK_UNREACHABLE', error.message);
+      await cut;
+      // Before: the hold nobody owns stayed for the whole 30 s lease.
+      const lease = await other.fairLock(name).acquire({ waitMs: OTHER_WAIT_MS });
+      await lease.release();
+    }, 40_000);
+
     it(`${family.name}: a whole release that failed for want of a connection is sent again once the client is ready`, async () => {
       const { proxy, client, other } = await setupFor(family);
       const name = uniqueName();
