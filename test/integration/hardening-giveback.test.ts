@@ -1,5 +1,6 @@
-// Issue 30, point 3: a give-back (and a whole release) that could not be sent for want of a
-// connection is sent again once the client is ready, until it lands or the lease has ended. Over a
+// Issue 30, point 3: a give-back (a lock's, a fair waiter's leave, and a whole release) that could
+// not be sent for want of a connection is sent again once the client is ready, until it lands or
+// the lease has ended. Over a
 // client of each family passed in that fails a command at once while it is down: ioredis with the
 // offline queue off, node-redis with `disableOfflineQueue`, GLIDE (whose request timeout ends a
 // command while a reconnection takes longer). A proxy between the client and a private Redis holds
