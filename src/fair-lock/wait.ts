@@ -214,10 +214,16 @@ class FairWaiting {
     if (this.#queued && !this.#lease) {
       // Sent after everything this wait sent, on the same connection: it runs after them. The
       // rejection of the acquire waits for it, briefly (see fair-lock.ts, SETTLE_MS).
-      const leaving = commands.leave(keys, this.#hold.owner).then(
-        (outcome) => outcome.grant && waiters.offer(outcome.grant),
-        (error: Error) => log('leave of %s failed: %s', name, error.message),
-      );
+      const owner = this.#hold.owner;
+      const { runtime } = shared;
+      // What the owner may hold (a try whose reply was lost, a grant) ends with a lease at the latest.
+      const untilMs = runtime.watchdog.clock.now() + (this.#w.leaseMs ?? runtime.leaseMs);
+      const leave = () => commands.leave(keys, owner).then((outcome) => outcome.grant && waiters.offer(outcome.grant));
+      const leaving = leave().catch((error: Error) => {
+        log('leave of %s failed: %s', name, error.message);
+        // Not sent for want of a connection: sent again when it is back (nobody else will).
+        if (isUnreachable(error)) runtime.resend(leave, untilMs);
+      });
       if (runner.ready) await settledWithin(leaving, LEAVE_WAIT_MS);
     }
   }

@@ -17,7 +17,7 @@
 //   is a client of the same class created from it (glide-connection.ts).
 import type { GlideClientLike, GlideClusterLike } from '../options.ts';
 import { GlideSubscriber, type Glide } from './glide-connection.ts';
-import type { RedisPort, Topology } from './port.ts';
+import { Readiness, type RedisPort, type Topology } from './port.ts';
 
 export type { Glide };
 
@@ -117,6 +117,15 @@ interface Watch {
   probing: boolean;
   /** Ports open over it: nothing is probed for a client no LockClient uses. */
   users: number;
+  /** Fired when a client known down answers again. */
+  readonly ready: Readiness;
+}
+
+/** The client answered: up again, said to whoever waits for it if it was known down. */
+function answered(watch: Watch): void {
+  if (!watch.down) return;
+  watch.down = false;
+  watch.ready.fire();
 }
 
 const watches = new WeakMap<object, Watch>();
@@ -128,8 +137,8 @@ function probe(client: Glide, watch: Watch): void {
   if (watch.probing) return;
   watch.probing = true;
   const up = () => {
-    watch.down = false;
     watch.probing = false;
+    answered(watch);
   };
   const next = () =>
     setTimeout(() => {
@@ -150,19 +159,19 @@ export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (e
   const client = given as unknown as Glide;
   const cluster = isGlideCluster(given);
   let found = watches.get(client);
-  if (!found) watches.set(client, (found = { lastError: undefined, down: false, probing: false, users: 0 }));
+  if (!found) watches.set(client, (found = { lastError: undefined, down: false, probing: false, users: 0, ready: new Readiness() }));
   const watch = found;
   watch.users++;
   let open = true;
   const send = (args: string[], route?: unknown): Promise<unknown> =>
     client.customCommand(args, route === undefined ? { decoder: STRING } : { route, decoder: STRING }).then(
       (reply) => {
-        watch.down = false;
+        answered(watch);
         return reply;
       },
       (error: unknown) => {
         const failure = portError(error);
-        if (failure !== error) watch.down = false;
+        if (failure !== error) answered(watch);
         else if (error instanceof Error && error.name !== 'ClosingError') {
           watch.lastError = error;
           // GLIDE says nothing of a lost connection: on one server, a command that got no answer says it.
@@ -190,6 +199,7 @@ export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (e
     get lastError() {
       return watch.lastError;
     },
+    onReady: (listener) => watch.ready.add(listener),
     topology: cluster ? glideTopology((args) => send(args, 'randomNode')) : undefined,
     evalsha: (sha1, keys, args) => script('EVALSHA', sha1, keys, args),
     eval: (source, keys, args) => script('EVAL', source, keys, args),

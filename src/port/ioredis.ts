@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import type { Redis, RedisOptions } from 'ioredis';
 import type { RedisClient, RedisConnectionOptions } from '../options.ts';
 import { keySlot } from '../runtime/slot.ts';
-import type { RedisPort, SubscriberConnection, Topology } from './port.ts';
+import { Readiness, type RedisPort, type SubscriberConnection, type Topology } from './port.ts';
 
 export type { Redis, RedisOptions };
 
@@ -98,6 +98,8 @@ export async function closeConnection(redis: RedisClient): Promise<void> {
 export interface ConnectionWatch {
   drops: number;
   lastError: Error | undefined;
+  /** Its 'ready' events. */
+  readonly ready: Readiness;
 }
 
 const watches = new WeakMap<object, ConnectionWatch>();
@@ -106,9 +108,10 @@ const watches = new WeakMap<object, ConnectionWatch>();
 export function watchConnection(redis: RedisClient): ConnectionWatch {
   let watch = watches.get(redis);
   if (!watch) {
-    const created: ConnectionWatch = { drops: 0, lastError: undefined };
+    const created: ConnectionWatch = { drops: 0, lastError: undefined, ready: new Readiness() };
     const dropped = () => created.drops++;
     redis.on('close', dropped);
+    redis.on('ready', () => created.ready.fire());
     if (redis.isCluster === true) watchNodes(redis as unknown as ClusterLike, dropped);
     watches.set(redis, (watch = created));
   }
@@ -127,11 +130,34 @@ interface ClusterLike {
   off(event: 'refresh', listener: () => void): unknown;
 }
 
-interface NodeLike {
-  readonly options: { readonly host?: string; readonly port?: number };
+interface NodeLike extends Connection {
+  readonly options: { readonly host?: string; readonly port?: number; commandTimeout?: number };
   duplicate(options: object): unknown;
   on(event: 'close', listener: () => void): unknown;
+}
+
+/** One ioredis connection (a `Redis`): its options, read by each command as it is sent. */
+interface Connection {
+  readonly options: { commandTimeout?: number };
   wait(replicas: number, timeoutMs: number): Promise<number>;
+}
+
+/**
+ * `WAIT` with the deadline it asks for: on a connection with a `commandTimeout` (5 s on relock's
+ * own), the server answers a `WAIT` only after up to `timeoutMs`, so it gets that much more. ioredis
+ * reads `commandTimeout` when the command is issued, synchronously, and has no per-command timeout
+ * in its API: the option is lengthened for that one call and put back at once.
+ */
+function waited(connection: Connection, replicas: number, timeoutMs: number): Promise<number> {
+  const { options } = connection;
+  const answerMs = options.commandTimeout;
+  if (typeof answerMs !== 'number') return connection.wait(replicas, timeoutMs).then(Number);
+  options.commandTimeout = timeoutMs + answerMs;
+  try {
+    return connection.wait(replicas, timeoutMs).then(Number);
+  } finally {
+    options.commandTimeout = answerMs;
+  }
 }
 
 /**
@@ -208,6 +234,7 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
     get lastError() {
       return watch.lastError;
     },
+    onReady: (listener) => watch.ready.add(listener),
     topology,
     evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys.length, ...keys, ...args),
     eval: (source, keys, args) => redis.eval(source, keys.length, ...keys, ...args),
@@ -218,12 +245,12 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
       return (redis as unknown as { call(...a: (string | number)[]): Promise<unknown> }).call(name, ...args);
     },
     async waitReplicas(key, replicas, timeoutMs) {
-      if (!topology) return Number(await (redis as unknown as { wait(n: number, ms: number): Promise<number> }).wait(replicas, timeoutMs));
+      if (!topology) return waited(redis as unknown as Connection, replicas, timeoutMs);
       // The master as the subscriber finds it: through the natMap, as the Cluster's node connections are keyed.
       const node = topology.owner(keySlot(key));
       const master = c.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === node);
       if (!master) throw new Error(`no connection to the master of "${key}" (slot ${keySlot(key)}${node ? `, ${node}` : ''})`);
-      return Number(await master.wait(replicas, timeoutMs));
+      return waited(master, replicas, timeoutMs);
     },
     // One server: a duplicate of its connection. (A Cluster subscribes on connections of its own to
     // its masters, openNode: sharded per master, or one to any master without sharded pub/sub.)

@@ -2,10 +2,11 @@
 // 6, RESP2 or RESP3. It imports nothing from node-redis: it drives the client it is given. Two ways
 // node-redis differs from ioredis shape it: a command out when its connection closed fails and is
 // never resent (so a drop never runs a script twice), and a command has no answer deadline (so the
-// adapter gives each one its own, as relock's ioredis connections have `commandTimeout`).
+// adapter gives each one its own, as relock's ioredis connections have `commandTimeout`, and `WAIT` its
+// own timeout more).
 import type { NodeRedisClient, NodeRedisCluster } from '../options.ts';
 import { Deadlines, NodeRedisSubscriber, within, type Client } from './node-redis-connection.ts';
-import type { RedisPort, Topology } from './port.ts';
+import { Readiness, type RedisPort, type Topology } from './port.ts';
 
 /** How long a command may go unanswered once sent, as relock's own ioredis connections allow. */
 const ANSWER_MS = 5_000;
@@ -67,6 +68,8 @@ interface Watch {
   lastError: Error | undefined;
   /** The answer deadlines of the commands relock sent on it. */
   readonly deadlines: Deadlines;
+  /** Its 'ready' events (a client; a Cluster's nodes say nothing relock hears). */
+  readonly ready: Readiness;
   /** Records a command's failure (a connection failure as `lastError`). */
   readonly failed: (error: unknown) => void;
 }
@@ -81,13 +84,17 @@ function watchOf(client: { on(event: string, listener: () => void): unknown }, l
       dropped: false,
       lastError: undefined,
       deadlines: new Deadlines(ANSWER_MS),
+      ready: new Readiness(),
       failed: (error) => {
         if (error instanceof Error && error.name !== 'ReplyError') created.lastError = error;
       },
     };
     if (listen) {
       client.on('reconnecting', () => (created.dropped = true));
-      client.on('ready', () => (created.dropped = false));
+      client.on('ready', () => {
+        created.dropped = false;
+        created.ready.fire();
+      });
     }
     watches.set(client, (watch = created));
   }
@@ -105,6 +112,14 @@ const OFFLINE = Object.freeze({ typeMapping: TYPE_MAPPING, timeout: OFFLINE_MS }
  */
 function sent(ready: boolean, send: (options: object) => Promise<unknown>, what: string, watch: Watch): Promise<unknown> {
   return watch.deadlines.track(send(ready ? READY : OFFLINE), what, watch.failed);
+}
+
+/**
+ * `WAIT` with the deadline it asks for: the server answers it after up to `timeoutMs`, so it gets
+ * `timeoutMs` more than the `ANSWER_MS` every other command gets.
+ */
+function waited(ready: boolean, send: (options: object) => Promise<unknown>, timeoutMs: number, watch: Watch): Promise<number> {
+  return within(send(ready ? READY : OFFLINE), timeoutMs + ANSWER_MS, 'WAIT', watch.failed).then(Number);
 }
 
 /** The message for a client passed in that is not open: relock neither opens nor closes a client it is given. */
@@ -132,11 +147,14 @@ export function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError
     get lastError() {
       return watch.lastError;
     },
+    onReady: (listener: () => void) => watch.ready.add(listener),
     close: () => Promise.resolve(),
   };
   if (cluster) return clusterPort(given as unknown as Cluster, watch, listen, notOpen, common);
   const client = given as unknown as Client;
   const run = (args: string[]) => (client.isOpen ? sent(client.isReady, (options) => client.sendCommand(args, options), args[0]!, watch) : notOpen());
+  const wait = (replicas: number, timeoutMs: number) =>
+    client.isOpen ? waited(client.isReady, (options) => client.sendCommand(['WAIT', String(replicas), String(timeoutMs)], options), timeoutMs, watch) : notOpen();
   return {
     ...common,
     cluster: false,
@@ -147,7 +165,7 @@ export function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError
     evalsha: (sha1, keys, args) => run(scriptArgs('EVALSHA', sha1, keys, args)),
     eval: (source, keys, args) => run(scriptArgs('EVAL', source, keys, args)),
     command: (name, args) => run([name, ...strings(args)]),
-    waitReplicas: async (_key, replicas, timeoutMs) => Number(await run(['WAIT', String(replicas), String(timeoutMs)])),
+    waitReplicas: (_key, replicas, timeoutMs) => wait(replicas, timeoutMs),
     openSubscriber: () => listen(new NodeRedisSubscriber(() => subscriberOf(client, true), false)),
     openNode: () => {
       throw new Error('one server subscribes through openSubscriber()');
@@ -161,7 +179,7 @@ function clusterPort(
   watch: Watch,
   listen: (connection: NodeRedisSubscriber) => NodeRedisSubscriber,
   notOpen: () => Promise<never>,
-  common: Pick<RedisPort, 'drops' | 'routesPubSub' | 'lastError' | 'close'>,
+  common: Pick<RedisPort, 'drops' | 'routesPubSub' | 'lastError' | 'onReady' | 'close'>,
 ): RedisPort {
   const send = (key: string | undefined, args: string[]) => sent(true, (options) => cluster.sendCommand(key, false, args, options), args[0]!, watch);
   // A Cluster whose connect() is still reading the slot map has no node to send to yet (node-redis 5
@@ -172,11 +190,12 @@ function clusterPort(
     (discovery ??= within(new Promise<void>((resolve) => cluster.once('connect', () => resolve())), OFFLINE_MS, "the Cluster's slot map").finally(() => (discovery = undefined)));
   // node-redis 6 says when the map is read (isReady); node-redis 5 only fills in its masters.
   const mapped = () => (cluster.isReady ?? cluster.masters.length > 0);
-  const run = (key: string | undefined, args: string[]) => {
+  const ready = <T>(go: () => Promise<T>): Promise<T> => {
     if (!cluster.isOpen) return notOpen();
-    if (!mapped()) return discovered().then(() => send(key, args));
-    return send(key, args);
+    if (!mapped()) return discovered().then(go);
+    return go();
   };
+  const run = (key: string | undefined, args: string[]) => ready(() => send(key, args));
   return {
     ...common,
     cluster: true,
@@ -187,7 +206,8 @@ function clusterPort(
     evalsha: (sha1, keys, args) => run(keys[0], scriptArgs('EVALSHA', sha1, keys, args)),
     eval: (source, keys, args) => run(keys[0], scriptArgs('EVAL', source, keys, args)),
     command: (name, args, routedByKey) => run(routedByKey ? String(args[0]) : undefined, [name, ...strings(args)]),
-    waitReplicas: async (key, replicas, timeoutMs) => Number(await run(key, ['WAIT', String(replicas), String(timeoutMs)])),
+    waitReplicas: (key, replicas, timeoutMs) =>
+      ready(() => waited(true, (options) => cluster.sendCommand(key, false, ['WAIT', String(replicas), String(timeoutMs)], options), timeoutMs, watch)),
     openSubscriber: () => {
       throw new Error('a Cluster subscribes through openNode()');
     },

@@ -27,6 +27,21 @@ export function isDown(status: string): boolean {
   return status === 'reconnecting' || status === 'close' || status === 'end';
 }
 
+/** Listeners of one client's readiness, shared by every port over it (one listener on the client itself). */
+export class Readiness {
+  readonly #listeners = new Set<() => void>();
+
+  /** Calls `listener` at each fire() until the returned unsubscribe is called. */
+  add(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
+  }
+
+  fire(): void {
+    for (const listener of [...this.#listeners]) listener();
+  }
+}
+
 /** Where a Cluster serves its slots, as its client knows it. */
 export interface Topology {
   /** The master serving `slot`, as `host:port` the client reaches it at, if known. */
@@ -62,6 +77,13 @@ export interface RedisPort {
   readonly drops: number;
   /** The last connection error seen, on a connection relock made. */
   readonly lastError: Error | undefined;
+  /**
+   * Calls `listener` each time the connection is ready again after it was down (GLIDE: a client
+   * relock took for down answered again); returns the unsubscribe. A port that cannot tell (a
+   * Cluster whose node connections come and go on their own) may never call it: who waits for it
+   * also tries again on a timer.
+   */
+  onReady(listener: () => void): () => void;
   /** A Cluster's slot map and masters; undefined on one server. */
   readonly topology: Topology | undefined;
   /** EVALSHA on the node of the keys' slot. */

@@ -6,7 +6,6 @@ import { LeaseImpl } from '../lease.ts';
 import type { Attempt } from './acquire.ts';
 import type { Hold } from './hold.ts';
 import type { Runtime } from './runtime.ts';
-import { noop } from './waits.ts';
 import { isUnreachable } from './wait-errors.ts';
 
 /** What a kind's script call made of one attempt: taken, with its token; or held, and when to try again. */
@@ -23,9 +22,9 @@ export interface Take {
 /**
  * Runs one attempt of `hold` (a fresh owner) for a lease of `leaseMs`. No answer is not "not taken":
  * the script may still run after a client-side timeout (or on some masters of a quorum), so a call
- * that failed to reach Redis is followed by `take.giveBack()`; the owner is this attempt's alone, so
- * that is safe whatever happened. A busy answer is never this attempt's own hold: a second run of
- * its script (a resend) answers "acquired".
+ * that failed to reach Redis is followed by `take.giveBack()`, sent again until it lands or the lease
+ * has ended; the owner is this attempt's alone, so that is safe whatever happened. A busy answer is
+ * never this attempt's own hold: a second run of its script (a resend) answers "acquired".
  */
 export function attemptHold(runtime: Runtime, hold: Hold, leaseMs: number, kind: LockKind, take: Take): Promise<Attempt<LeaseImpl>> {
   const { watchdog } = runtime;
@@ -46,7 +45,14 @@ export function attemptHold(runtime: Runtime, hold: Hold, leaseMs: number, kind:
     },
     (error: unknown) => {
       watchdog.delete(hold);
-      if (isUnreachable(error)) take.giveBack().catch(noop);
+      if (isUnreachable(error)) {
+        // Whatever the script took ends with its lease at the latest: until then, a give-back that
+        // could not be sent (the client is offline) goes again when the connection is back.
+        const untilMs = watchdog.clock.now() + leaseMs;
+        take.giveBack().catch((failure: unknown) => {
+          if (isUnreachable(failure)) runtime.resend(take.giveBack, untilMs);
+        });
+      }
       throw error;
     },
   );

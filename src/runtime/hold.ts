@@ -62,6 +62,10 @@ export class Hold implements Renewable {
   #mutex: Mutex | undefined;
   /** The operation running outside the mutex, until it settles. */
   #running: Promise<void> | undefined;
+  /** Its last release failed for want of a connection: relock sends it again (once at a time). */
+  #resending = false;
+  /** ... and that resend landed. */
+  #resent = false;
 
   constructor(runtime: Runtime, init: HoldInit) {
     this.#runtime = runtime;
@@ -229,8 +233,11 @@ export class Hold implements Renewable {
     return this.#serial(async () => {
       const { watchdog, runner } = this.#runtime;
       const believed = this.count;
+      // A release that failed for want of a connection was sent again by relock, and landed.
+      if (believed === 0 && this.#resent) return;
       if (believed === 0) throw this.notHeld();
-      if (whole || believed === 1) {
+      const last = whole || believed === 1;
+      if (last) {
         // Renewal is cancelled before the release is sent, and this hold's call in flight lands first
         // (or reaches its bound); other holds' calls are not waited for. A lost hold skips the wait:
         // its renewal may hang on an unreachable Redis, and there is nothing to protect.
@@ -244,6 +251,9 @@ export class Hold implements Renewable {
       try {
         outcome = await this.#scripts.release(this, believed, whole);
       } catch (error) {
+        // The last level, renewed no more, and not reached: nobody else will release it, so relock
+        // sends it again when the connection is back (the caller still hears that this one failed).
+        if (last && !lostBefore && isUnreachable(error)) this.#resend(believed, whole);
         // A hold signalled lost is not held, reached or not (its key ends with its lease): said so,
         // the failure as the cause (ioredis resends a cut release and hears "gone"; node-redis fails it).
         if (!lostBefore || !isUnreachable(error)) throw error;
@@ -251,7 +261,7 @@ export class Hold implements Renewable {
         watchdog.delete(this);
         throw this.notHeld(error);
       }
-      if (outcome.kind === 'gone' && (whole || believed === 1) && !lostBefore && runner.maybeResent(mark)) {
+      if (outcome.kind === 'gone' && last && !lostBefore && runner.maybeResent(mark)) {
         // The connection dropped while the release was out and ioredis sent it again: the first
         // attempt went through, so the retry found nothing. (Not for a hold already signalled lost:
         // that one was gone before the release was sent.)
@@ -268,6 +278,28 @@ export class Hold implements Renewable {
         watchdog.delete(this);
       }
     });
+  }
+
+  /**
+   * The last release, sent again (in this hold's order) until it lands or the hold's lease ends; a
+   * release the caller made meanwhile that landed ends it. Landed, even as "gone" (the first one may
+   * have run after all), the hold is released.
+   */
+  #resend(believed: number, whole: boolean): void {
+    if (this.#resending) return;
+    this.#resending = true;
+    const { watchdog } = this.#runtime;
+    const send = () =>
+      this.#serial(async () => {
+        if (this.count === 0) return;
+        const outcome = await this.#scripts.release(this, believed, whole);
+        this.#count = outcome.kind === 'released' ? outcome.left : 0;
+        if (this.#count > 0) return;
+        this.#held = false;
+        this.#resent = true;
+        watchdog.delete(this);
+      });
+    this.#runtime.resend(send, this.deadline);
   }
 
   /** Gives back a hold nobody will own (its acquire gave up meanwhile); errors are only logged by the caller. */

@@ -13,7 +13,9 @@ import { shardTransport } from './shards.ts';
 import { keySlot } from './slot.ts';
 import { connectionTransport, Subscriber, type TransportFactory } from './subscriber.ts';
 import { systemClock, type Clock } from './waiter.ts';
+import { isUnreachable } from './wait-errors.ts';
 import { WaitingRoom } from './waiting.ts';
+import { backoffMs, onAbort } from './waits.ts';
 import { Watchdog } from './watchdog.ts';
 
 const log = debuglog('relock:runtime');
@@ -158,6 +160,46 @@ export class Runtime {
       `Lock "${name}" was acquired, but only ${acknowledged} of the ${this.replicas} replicas required acknowledged it within ${this.replicaTimeoutMs} ms: it was given back`,
       { lockName: name, code: 'ERR_LOCK_REPLICATION' },
     );
+  }
+
+  /**
+   * Sends `send` until it lands, for what nobody else will send (a give-back, a whole release that
+   * ended renewal): at the next 'ready' of a connection, or after a backoff (100 ms to 1 s) at the
+   * latest, and again after each failure for want of a connection, while the watchdog's clock is
+   * before `untilMs` (when what it gives back ends on Redis by itself) and the client is open. Its
+   * first sending, which just failed so, is the caller's.
+   */
+  resend(send: () => Promise<unknown>, untilMs: number): void {
+    const { clock } = this.watchdog;
+    let failures = 0;
+    let timer: NodeJS.Timeout | undefined;
+    let sending = false;
+    /** A 'ready' came while a sending was out: try again as soon as it fails. */
+    let readyMeanwhile = false;
+    const stop = () => {
+      clearTimeout(timer);
+      for (const unlisten of unlistens) unlisten();
+      unclose();
+    };
+    const later = () => {
+      timer = setTimeout(go, Math.max(0, Math.min(backoffMs(failures++), untilMs - clock.now()))).unref();
+    };
+    const go = () => {
+      clearTimeout(timer);
+      if (this.closed.aborted || clock.now() >= untilMs) return stop();
+      sending = true;
+      readyMeanwhile = false;
+      send().then(stop, (error: unknown) => {
+        sending = false;
+        if (!isUnreachable(error)) return stop();
+        if (readyMeanwhile) return go();
+        later();
+      });
+    };
+    const ready = () => (sending ? (readyMeanwhile = true) : go());
+    const unlistens = this.#servers.map(({ port }) => port.onReady(ready));
+    const unclose = onAbort(this.closed, stop);
+    later();
   }
 
   /** Aborted by close(), with the error pending waits reject with. */

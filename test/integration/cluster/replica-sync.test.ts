@@ -2,15 +2,21 @@
 // options are checked before any I/O, an acquire waits for the replica, and one that the replica
 // does not acknowledge is given back with ERR_LOCK_REPLICATION.
 import * as assert from 'uvu/assert';
-import { LockClient, LockError } from '../../../src/index.ts';
+import { GlideClient, Logger } from '@valkey/valkey-glide';
+import { createClient } from 'redis';
+import { LockClient, LockError, type LockClientOptions } from '../../../src/index.ts';
+import { TEST_CLIENT } from '../../helpers/clients.ts';
 import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
 import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
 import { calls } from './support.ts';
 
+// GLIDE logs every error reply (relock's first EVALSHA's NOSCRIPT) at WARN on stdout by default.
+Logger.setLoggerConfig('off');
+
 let primary: RedisServer;
 let replica: RedisServer;
 const clients: LockClient[] = [];
-const client = (options: { replicas?: number; replicaTimeoutMs?: number } = {}) => {
+const client = (options: { redis?: LockClientOptions['redis']; replicas?: number; replicaTimeoutMs?: number } = {}) => {
   const made = new LockClient({ redis: primary.url, ...options });
   clients.push(made);
   return made;
@@ -128,6 +134,44 @@ describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
     assert.is((error as LockError).code, 'ERR_LOCK_REPLICATION');
     await eventually(async () => !(await rw.writeLock().isLocked()), 'given back');
   });
+
+  // It makes a client of each family itself: run once, in npm test, not again in each client cell.
+  const once = TEST_CLIENT === 'ioredis' ? it : () => undefined;
+  once('gives WAIT the deadline it asks for: a replica frozen longer than 5 s, replicaTimeoutMs 8000, ends as ERR_LOCK_REPLICATION over ioredis, node-redis and GLIDE', async () => {
+    // Each client's usual answer deadline is shorter than the WAIT: relock's own ioredis connection
+    // and node-redis 5 s, this GLIDE client 2 s (the suites' requestTimeout).
+    const nodeRedis = createClient({ url: primary.url });
+    nodeRedis.on('error', () => undefined);
+    await nodeRedis.connect();
+    const glide = await GlideClient.createClient({ addresses: [{ host: primary.host, port: primary.port }], requestTimeout: 2_000 });
+    try {
+      const sync = { replicas: 1, replicaTimeoutMs: 8_000 };
+      const families = [client(sync), client({ redis: nodeRedis, ...sync }), client({ redis: glide, ...sync })];
+      const name = uniqueName();
+      const outcomes = await whileReplicaFrozen(() =>
+        Promise.all(
+          families.map(async (family, i) => {
+            const startedAt = performance.now();
+            const error = await rejects(family.lock(`${name}-${i}`).acquire());
+            return { error: error as LockError, ms: performance.now() - startedAt };
+          }),
+        ),
+      );
+      for (const [i, { error, ms }] of outcomes.entries()) {
+        const family = ['ioredis', 'node-redis', 'GLIDE'][i];
+        assert.instance(error, LockError, family);
+        assert.is(error.code, 'ERR_LOCK_REPLICATION', `${family}: ${error.message}`);
+        // The server answers WAIT when its timeout is over: never before (a lower bound holds under load).
+        assert.ok(ms >= 7_900, `${family}: rejected after ${ms.toFixed(0)} ms, before the WAIT's 8000 ms`);
+      }
+      const other = client();
+      for (const i of families.keys()) await eventually(async () => !(await other.lock(`${name}-${i}`).isLocked()), 'given back');
+    } finally {
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+      glide.close();
+      nodeRedis.destroy();
+    }
+  }, 30_000);
 
   it('asks more replicas than there are: refused, whatever the wait', async () => {
     const greedy = client({ replicas: 2, replicaTimeoutMs: 50 });
