@@ -7,7 +7,7 @@ import type { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
 import * as lua from '../generated/fair-lock.ts';
 import { HashLockReads, reenter, renew, toToken } from '../lock/commands.ts';
-import { acquire, type Attempt } from '../runtime/acquire.ts';
+import { acquire, isUnreachable, type Attempt } from '../runtime/acquire.ts';
 import { attemptHold } from '../runtime/attempt.ts';
 import { Hold, releaseOutcome, type HoldScripts } from '../runtime/hold.ts';
 import type { Renewer } from '../runtime/renewable.ts';
@@ -148,7 +148,16 @@ export class RedissonFairLockImpl extends LockBase<RedissonFairKeys> {
       // A wait that ended without the lock leaves the queue once its last attempt is answered (so
       // after it, whatever the connection does), briefly awaited while Redis is reachable.
       if (sent && queue) {
-        const leaving = sent.then(noop, noop).then(() => commands.leave(this.#keys, owner)).catch(noop);
+        const leave = () => commands.leave(this.#keys, owner);
+        // Its entry would hold up every waiter behind it, Java's too, until its Redisson deadline: a
+        // leave not sent for want of a connection is sent again when it is back, until that deadline.
+        const untilMs = runtime.watchdog.clock.now() + REDISSON_FAIR_WAIT_MS + (leaseMs ?? runtime.leaseMs);
+        const leaving = sent
+          .then(noop, noop)
+          .then(leave)
+          .catch((failure: unknown) => {
+            if (isUnreachable(failure)) runtime.resend(leave, untilMs);
+          });
         if (runtime.runner.ready) await settledWithin(leaving, LEAVE_WAIT_MS);
       }
       throw error;

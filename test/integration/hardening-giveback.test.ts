@@ -133,6 +133,32 @@ describe('A give-back or release that could not be sent is sent again (issue 30,
     assert.is(closed.later, 0, 'nothing sent after close()');
   }, 30_000);
 
+  it('Redisson layout: a fair waiter whose leave could not be sent leaves RFairLock\'s queue once the client is ready again', async () => {
+    const proxy = await startProxy({ host: server.host, port: server.port });
+    const { redis, close } = await FAMILIES[0]!.open(proxy);
+    const client = new LockClient({ redis, layout: 'redisson', leaseMs: LEASE_MS });
+    client.on('error', noop);
+    const other = new LockClient({ redis: server.url, layout: 'redisson' });
+    closers.push(() => proxy.close(), close, () => client.close(), () => other.close());
+    const name = uniqueName();
+    const queue = `redisson_lock_queue:{${name}}`;
+    const admin = server.connect();
+    closers.push(() => admin.disconnect());
+    const holder = await other.fairLock(name).acquire();
+    const waiting = rejects(client.fairLock(name).acquire({ waitMs: 1_000 }));
+    await eventually(async () => (await admin.llen(queue)) === 1, 'the waiter queued');
+    proxy.cut();
+    proxy.blackhole();
+    await waiting; // its wait ended while the client was down: the leave could not be sent
+    await sleep(500);
+    assert.is(await admin.llen(queue), 1, 'still queued while the client is down');
+    proxy.pass();
+    // Before: the entry stayed until its Redisson deadline (the holder's lease plus 5 min), holding
+    // up every waiter behind it, Java's too.
+    await eventually(async () => (await admin.llen(queue)) === 0, 'left the queue once the client was back', 5_000);
+    await holder.release();
+  }, 20_000);
+
   for (const family of FAMILIES) {
     it(`${family.name}: an acquire whose reply was lost in a reset is given back once the client is ready again`, async () => {
       const { proxy, client, other } = await setupFor(family);
