@@ -19,7 +19,7 @@ import { closeAdmins, promote, shardSubscribers } from './support.ts';
 Logger.setLoggerConfig('off');
 let cluster: RedisCluster;
 const closers: (() => unknown)[] = [];
-const FAMILIES = ['glide', 'node-redis', 'ioredis'] as const;
+const FAMILIES = (process.env.FO_FAMILY ? [process.env.FO_FAMILY] : ['glide', 'node-redis', 'ioredis']) as readonly ('glide' | 'node-redis' | 'ioredis')[];
 type Family = (typeof FAMILIES)[number];
 
 /** A Cluster client of `family` over the test cluster (closed after the suite). */
@@ -81,13 +81,40 @@ if (SHARDED_PUBSUB) describe('a fair lock across a failover of its shard, per Cl
         async () => (await shardSubscribers(replica, channel)) === 1 && (await shardSubscribers(master, channel)) === 0,
         'the subscription on the new master, and no longer on the old one',
         5_000,
-      );
+      ).catch(async (error: Error) => {
+        throw new Error(`${error.message} (old master ${await shardSubscribers(master, channel)}, new ${await shardSubscribers(replica, channel)})`);
+      });
       const movedMs = performance.now() - promotedAt;
       await held.release();
       // By message (or by heartbeat, as a fallback): either way within a lease, never a starved wait.
       const lease = await within(waiting, 3_000, 'the waiter granted after the failover');
       await lease.release();
       console.log(`    ${family}: subscription moved ${Math.round(movedMs)} ms after the promotion`);
+      await cluster.settled();
+    });
+
+    it(`${family}: a plain lock's waiter, which sends nothing while it waits, has its subscription moved to the new master within 5 s`, async () => {
+      const [holder, waiter] = [await lockClient(family), await lockClient(family)];
+      const name = uniqueName('failover-plain');
+      const channel = `relock:{${name}}:released`;
+      const master = await cluster.masterOf(keySlot(channel));
+      const [replica] = await cluster.replicasOf(master);
+      const held = await holder.lock(name).acquire();
+      const waiting = waiter.lock(name).acquire();
+      waiting.catch(() => undefined);
+      await eventually(async () => (await shardSubscribers(master, channel)) === 1, 'the waiter subscribed on the master');
+      await promote(replica!);
+      const promotedAt = performance.now();
+      await eventually(
+        async () => (await shardSubscribers(replica!, channel)) === 1 && (await shardSubscribers(master, channel)) === 0,
+        'the subscription on the new master, and no longer on the old one',
+        5_000,
+      );
+      const movedMs = performance.now() - promotedAt;
+      await held.release();
+      const lease = await within(waiting, 3_000, 'the waiter woken by the release');
+      await lease.release();
+      console.log(`    ${family}: plain lock's subscription moved ${Math.round(movedMs)} ms after the promotion`);
       await cluster.settled();
     });
 
@@ -109,7 +136,9 @@ if (SHARDED_PUBSUB) describe('a fair lock across a failover of its shard, per Cl
             turns++;
             mine?.push(performance.now());
             await sleep(20);
-            await lease.release();
+            // A failover that had to be a TAKEOVER (the coordinated one did not happen in time on a
+            // loaded machine) may lose the last writes, this hold's included.
+            await lease.release().catch(() => undefined);
           }
         })();
       const loops = [loop(loopers[0]!, undefined), loop(loopers[1]!, undefined), loop(waiter, waiterTurns)];
