@@ -9,7 +9,8 @@
     KEYS[1] lock key: hash of owner field -> hold count (a grant's claim, then its lease)
     KEYS[2] queue key: list of waiting owner fields, oldest first
     KEYS[3] deadlines key: zset of waiting owner field -> Redis TIME in milliseconds by which
-            its client must heartbeat again; and '~' .. owner field for an owner re-queued here
+            its client must heartbeat again; and '~' .. owner field, with its owner's deadline,
+            for an owner re-queued here
     KEYS[4] fence key: string, the last fencing token issued for this lock
     ARGV[1] publish command: "publish" or "spublish"
     ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
@@ -75,6 +76,8 @@ for i, owner in ipairs(owners) do
     rcall('RPUSH', queueKey, owner)
     states[i] = 0
   else
+    -- A mark keeps its owner's deadline.
+    rcall('ZADD', deadlinesKey, 'XX', nowMs + deadlineMs, HEARTBEAT_MARK .. owner)
     states[i] = 1
   end
 end

@@ -102,7 +102,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
   #beats = 0;
   /** A placement check (or the move it found needed) is under way. */
   #placing = false;
-  /** The servers refused CLIENT INFO (an ACL): placement is not checked. */
+  /** The servers refused CLIENT INFO or CLUSTER SLOTS (an ACL): placement is not checked. */
   #unplaceable = false;
 
   constructor(user: Glide, cluster: boolean, failure: (error: unknown) => unknown) {
@@ -325,7 +325,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
         this.#lost = true;
         // GLIDE's slot map may still name the old master: a keyed command there is answered MOVED,
         // which has GLIDE read the map again before the channels are routed anew.
-        await Promise.all(misplaced.map((channel) => client.customCommand(['EXISTS', channel], { route: { type: 'primarySlotKey', key: channel }, decoder: STRING })));
+        await Promise.all(misplaced.map((channel) => client.customCommand(['EXISTS', channel], { route: { type: 'primarySlotKey', key: channel }, decoder: STRING }).catch(() => undefined)));
         await (client.sunsubscribe ? client.sunsubscribe(misplaced, SUBSCRIBE_MS) : client.sunsubscribeLazy!(misplaced));
         // Only what is still wanted (relock may have unsubscribed some meanwhile).
         const wanted = misplaced.filter((channel) => this.#sharded.has(channel));
@@ -333,7 +333,11 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
         log('moved %d sharded subscriptions', wanted.length);
       })
       .catch((error: unknown) => {
-        if (!this.#ended) this.emit('error', this.#failure(error));
+        // A refusal (an ACL without CLUSTER SLOTS) ends the checks; a connection failure is the
+        // heartbeat's to report, and the next check tries again.
+        const failure = this.#failure(error) as Error;
+        if (failure.name === 'ReplyError') this.#unplaceable = true;
+        log('checking where the sharded subscriptions are failed: %s', failure.message);
       })
       .finally(() => (this.#placing = false));
   }
