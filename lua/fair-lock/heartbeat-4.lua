@@ -1,6 +1,7 @@
 --[[
   One client's heartbeat for its waiters on one lock: refreshes each one's deadline, re-joins at
-  the tail an owner whose entry was dropped (its client was unreachable or paused), and pumps a
+  the tail an owner whose entry was dropped (its client was unreachable or paused), marked so that
+  the next grant to it needs no listener (its reply here tells it, within H), and pumps a
   lock that is free with a queue (its holder expired: key expiry tells nobody). A grant to one of
   the owners given needs no listener: this reply tells it.
 
@@ -8,7 +9,8 @@
     KEYS[1] lock key: hash of owner field -> hold count (a grant's claim, then its lease)
     KEYS[2] queue key: list of waiting owner fields, oldest first
     KEYS[3] deadlines key: zset of waiting owner field -> Redis TIME in milliseconds by which
-            its client must heartbeat again
+            its client must heartbeat again; and '~' .. owner field, with its owner's deadline,
+            for an owner re-queued here
     KEYS[4] fence key: string, the last fencing token issued for this lock
     ARGV[1] publish command: "publish" or "spublish"
     ARGV[2] grant channel prefix: a grant is published on this + the grantee's client id
@@ -23,7 +25,8 @@
     2, token, pttl  the owner holds the lock (granted): token is the fencing token (a decimal
                     string), pttl its remaining claim or lease in milliseconds
     1, 0, 0         queued; its deadline was refreshed
-    0, 0, 0         its entry was gone: it was queued again at the tail
+    0, 0, 0         its entry was gone: it was queued again at the tail, marked (its next
+                    grant needs no listener)
     error           WRONGTYPE when a key holds another type; FENCEOVERFLOW when the lock is
                     free and the fence holds 2^53 - 1 or more; nothing is written then
 ]]
@@ -67,9 +70,14 @@ for i, owner in ipairs(owners) do
   if holders[owner] then
     states[i] = 2
   elseif rcall('ZADD', deadlinesKey, nowMs + deadlineMs, owner) == 1 then
+    -- Dropped, yet its client heartbeats: no grant message may reach it (its subscription sits on
+    -- a replica after a failover). Marked: the next grant to it needs no listener, this reply tells it.
+    rcall('ZADD', deadlinesKey, nowMs + deadlineMs, HEARTBEAT_MARK .. owner)
     rcall('RPUSH', queueKey, owner)
     states[i] = 0
   else
+    -- A mark keeps its owner's deadline.
+    rcall('ZADD', deadlinesKey, 'XX', nowMs + deadlineMs, HEARTBEAT_MARK .. owner)
     states[i] = 1
   end
 end

@@ -40,7 +40,7 @@ local failed = readFence()
 if failed then
   return failed
 end
-rcall('ZREM', deadlinesKey, owner)
+rcall('ZREM', deadlinesKey, owner, HEARTBEAT_MARK .. owner)
 if queued > 0 then
   rcall('LREM', queueKey, 0, owner)
 end

@@ -6,7 +6,14 @@
 // slot moves), but says nothing when it did: what was published meanwhile is lost. A heartbeat
 // notices it: the connections' ids (HELLO, which no ACL refuses) changed, or a subscription was
 // missing, and the port's 'ready' then makes every waiter try again.
+// On a Cluster, GLIDE 2.5 leaves a sharded subscription where it is after a failover of its shard:
+// on the old master, a replica now, which still takes SSUBSCRIBE and hears SPUBLISH, but which the
+// new master's receiver counts (PUBSUB SHARDNUMSUB, the fair lock's grants) never include. So every
+// second the heartbeat compares the slot map (CLUSTER SLOTS) with the subscriber's own connection to
+// each master serving a channel (CLIENT INFO's ssub count), and moves what is missing there.
 import { EventEmitter } from 'node:events';
+import { debuglog } from 'node:util';
+import { keySlot } from '../runtime/slot.ts';
 import type { SubscriberConnection } from './port.ts';
 
 /** The configuration a GLIDE client keeps (its `config` field): what relock's subscriber is made from. */
@@ -32,6 +39,7 @@ export interface Glide {
   subscribeLazy?(channels: Iterable<string>): Promise<void>;
   unsubscribeLazy?(channels: Iterable<string>): Promise<void>;
   ssubscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
+  sunsubscribe?(channels: Iterable<string>, timeoutMs: number): Promise<void>;
   sunsubscribeLazy?(channels: Iterable<string>): Promise<void>;
   getSubscriptions?(): Promise<{ readonly desiredSubscriptions: Modes; readonly actualSubscriptions: Modes }>;
   close(message?: string): void;
@@ -41,6 +49,8 @@ export interface Glide {
 interface Factory {
   createClient?(config: object): Promise<Glide>;
 }
+
+const log = debuglog('relock:subscriber');
 
 /** GLIDE's ProtocolVersion.RESP3 and Decoder.String. */
 const RESP3 = 0;
@@ -53,8 +63,17 @@ const REQUEST_MS = 2_000;
 const RECONCILE_MS = 500;
 /** How often a subscriber with channels checks its subscriptions (GLIDE's own record: no I/O). */
 const HEARTBEAT_MS = 250;
-/** Every how many checks it asks the server for its connections' ids (HELLO): once a second. */
+/** Every how many checks it asks the server for its connections' ids (HELLO), and checks where its sharded subscriptions are: once a second. */
 const HELLO_EVERY = 4;
+/** Which of those checks looks for sharded subscriptions off their slot's master (between two HELLOs). */
+const PLACEMENT_AT = 2;
+/**
+ * How long the connection to a slot's master may take to answer CLIENT INFO before its channels
+ * count as misplaced (GLIDE has no connection to a replica just promoted until it reads the slot
+ * map again: such a command waits out the request timeout). Moving channels that were in place
+ * only makes waiters try again.
+ */
+const PLACED_MS = 1_000;
 
 const closed = () => new Error('the subscriber connection was closed');
 
@@ -81,6 +100,10 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
   /** Messages may have been lost since the last 'ready'. */
   #lost = false;
   #beats = 0;
+  /** A placement check (or the move it found needed) is under way. */
+  #placing = false;
+  /** The servers refused CLIENT INFO or CLUSTER SLOTS (an ACL): placement is not checked. */
+  #unplaceable = false;
 
   constructor(user: Glide, cluster: boolean, failure: (error: unknown) => unknown) {
     super();
@@ -284,5 +307,84 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
       this.#lost = false;
       this.emit('ready');
     }
+    if (this.#cluster && this.#sharded.size > 0 && this.#beats % HELLO_EVERY === PLACEMENT_AT) this.#checkPlacement(client);
+  }
+
+  /**
+   * Moves the sharded subscriptions that are not on the master serving their slot now (a failover
+   * left them on a replica): unsubscribed there and subscribed again, which GLIDE routes by its slot
+   * map. Messages may have been lost meanwhile: the next heartbeat with all in place says 'ready'.
+   */
+  #checkPlacement(client: Glide): void {
+    if (this.#placing || this.#unplaceable) return;
+    this.#placing = true;
+    void this.#misplaced(client)
+      .then(async (misplaced) => {
+        if (misplaced.length === 0 || this.#ended) return;
+        log('%d sharded subscriptions are not on the master of their slot; moving them', misplaced.length);
+        this.#lost = true;
+        // GLIDE's slot map may still name the old master: a keyed command there is answered MOVED,
+        // which has GLIDE read the map again before the channels are routed anew.
+        await Promise.all(misplaced.map((channel) => client.customCommand(['EXISTS', channel], { route: { type: 'primarySlotKey', key: channel }, decoder: STRING }).catch(() => undefined)));
+        await (client.sunsubscribe ? client.sunsubscribe(misplaced, SUBSCRIBE_MS) : client.sunsubscribeLazy!(misplaced));
+        // Only what is still wanted (relock may have unsubscribed some meanwhile).
+        const wanted = misplaced.filter((channel) => this.#sharded.has(channel));
+        if (wanted.length > 0 && !this.#ended) await client.ssubscribe!(wanted, SUBSCRIBE_MS);
+        log('moved %d sharded subscriptions', wanted.length);
+      })
+      .catch((error: unknown) => {
+        // A refusal (an ACL without CLUSTER SLOTS) ends the checks; a connection failure is the
+        // heartbeat's to report, and the next check tries again.
+        const failure = this.#failure(error) as Error;
+        if (failure.name === 'ReplyError') this.#unplaceable = true;
+        log('checking where the sharded subscriptions are failed: %s', failure.message);
+      })
+      .finally(() => (this.#placing = false));
+  }
+
+  /**
+   * The sharded channels not confirmed on the connection to the master of their slot, per CLUSTER
+   * SLOTS: that connection's CLIENT INFO counts fewer shard subscriptions than relock has there, or
+   * it does not answer within PLACED_MS.
+   */
+  async #misplaced(client: Glide): Promise<string[]> {
+    const reply = await client.customCommand(['CLUSTER', 'SLOTS'], { route: 'randomNode', decoder: STRING });
+    const ranges = (Array.isArray(reply) ? reply : []).flatMap((row: unknown) => {
+      const [from, to, master] = row as [number, number, [string, number] | undefined];
+      return master ? [{ from: Number(from), to: Number(to), host: String(master[0]), port: Number(master[1]) }] : [];
+    });
+    const byMaster = new Map<string, { readonly host: string; readonly port: number; readonly channels: string[] }>();
+    for (const channel of this.#sharded) {
+      const slot = keySlot(channel);
+      const range = ranges.find(({ from, to }) => slot >= from && slot <= to);
+      if (!range) continue;
+      const at = `${range.host}:${range.port}`;
+      let entry = byMaster.get(at);
+      if (!entry) byMaster.set(at, (entry = { host: range.host, port: range.port, channels: [] }));
+      entry.channels.push(channel);
+    }
+    const misplaced: string[] = [];
+    await Promise.all(
+      [...byMaster.values()].map(async ({ host, port, channels }) => {
+        let info: string;
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          const late = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`CLIENT INFO on ${host}:${port} got no answer within ${PLACED_MS} ms`)), PLACED_MS).unref();
+          });
+          info = String(await Promise.race([client.customCommand(['CLIENT', 'INFO'], { route: { type: 'routeByAddress', host, port }, decoder: STRING }), late]));
+        } catch (error) {
+          // A refusal is the server's answer (an ACL without CLIENT INFO): nothing to check with.
+          if ((this.#failure(error) as Error).name === 'ReplyError') this.#unplaceable = true;
+          else misplaced.push(...channels);
+          return;
+        } finally {
+          clearTimeout(timer);
+        }
+        const ssub = / ssub=(\d+)/.exec(info);
+        if (ssub && Number(ssub[1]) < channels.length) misplaced.push(...channels);
+      }),
+    );
+    return misplaced;
   }
 }

@@ -16,8 +16,14 @@ const log = debuglog('relock:subscriber');
 const SUBSCRIBE_BUDGET_MS = 5_000;
 /** How long one SSUBSCRIBE may go unanswered before its shard connection counts as broken. */
 const ANSWER_MS = 2_000;
-/** How often a shard connection with channels is PINGed: a frozen or cut-off master is noticed by its silence. */
-const HEARTBEAT_MS = 3_000;
+/**
+ * How often the slot map is read again while there are channels: a channel whose node no longer
+ * serves its slot moves. A failover leaves the old master's subscriptions in place (a replica takes
+ * SSUBSCRIBE and hears SPUBLISH too), where the new master's receiver count never sees them.
+ */
+const PLACEMENT_MS = 1_000;
+/** Every how many placement checks each shard connection with channels is PINGed (every 3 s): a frozen or cut-off master is noticed by its silence. */
+const PING_EVERY = 3;
 /** How long a shard connection with no channel stays open for the next waiter. */
 const IDLE_MS = 2_000;
 /** How long the Cluster's slot map may still name a node that gave up slots before it is believed. */
@@ -60,6 +66,7 @@ class ShardTransport implements Transport {
   readonly #recovering = new Set<string>();
   readonly #unwatch: () => void;
   #beat: NodeJS.Timeout | undefined;
+  #beats = 0;
   #closed = false;
 
   constructor(topology: Topology, connect: (host: string, port: number) => SubscriberConnection, events: TransportEvents) {
@@ -161,15 +168,22 @@ class ShardTransport implements Transport {
     return Promise.race([reply, late]).finally(() => clearTimeout(timer));
   }
 
-  /** PINGs every shard with channels every HEARTBEAT_MS, for as long as there are any. */
+  /**
+   * Every PLACEMENT_MS for as long as there are channels: reads the slot map again (its watch
+   * reconciles), and every PING_EVERY times PINGs every shard with channels.
+   */
   #heartbeatSoon(): void {
     if (this.#beat || this.#closed) return;
     this.#beat = setTimeout(() => {
       this.#beat = undefined;
       const live = [...this.#shards.values()].filter((shard) => shard.channels.size > 0);
-      for (const shard of live) this.#answered(shard, shard.connection.ping(), 'PING').catch((error: Error) => log('%s', error.message));
-      if (live.length > 0) this.#heartbeatSoon();
-    }, HEARTBEAT_MS).unref();
+      if (live.length === 0) return;
+      this.#topology.refresh().catch((error: Error) => log('reading the slot map failed: %s', error.message));
+      if (++this.#beats % PING_EVERY === 0) {
+        for (const shard of live) this.#answered(shard, shard.connection.ping(), 'PING').catch((error: Error) => log('%s', error.message));
+      }
+      this.#heartbeatSoon();
+    }, PLACEMENT_MS).unref();
   }
 
   #shard(node: string): Shard {

@@ -43,13 +43,17 @@ class FakeConnection extends EventEmitter {
   }
 }
 
-function setup(owners: Record<number, string>) {
+/** `notify`: refresh() calls the watchers, as the adapters' topologies do after reading the slot map. */
+function setup(owners: Record<number, string>, notify = false) {
   const map = new Map<number, string>(Object.entries(owners).map(([slot, node]) => [Number(slot), node]));
   const watchers = new Set<() => void>();
   let refreshes = 0;
   const topology: Topology = {
     owner: (slot) => map.get(slot),
-    refresh: async () => void refreshes++,
+    refresh: async () => {
+      refreshes++;
+      if (notify) for (const watcher of watchers) watcher();
+    },
     watch: (listener) => {
       watchers.add(listener);
       return () => void watchers.delete(listener);
@@ -89,6 +93,19 @@ describe('shardTransport', (it) => {
     assert.equal(t.events.messages, [`${B} release`]);
     t.transport.close();
     assert.ok(t.connections.every((c) => c.disconnected));
+  });
+
+  it('moves a channel off a node the slot map no longer names, with no word from the server (a failover leaves it on the old master): the map is read every second', async () => {
+    const t = setup({ [keySlot(A)]: '10.0.0.1:7000' }, true);
+    await t.transport.subscribe(A);
+    const before = t.refreshes();
+    // The map changes; the old node says nothing and stays connected (a replica keeps its subscriptions).
+    t.map.set(keySlot(A), '10.0.0.2:7000');
+    await eventually(() => t.live('10.0.0.2:7000')[0]?.subscribed.has(A) === true, 'the channel on the new master', 3_000);
+    assert.not.ok(t.live('10.0.0.1:7000')[0]?.subscribed.has(A), 'no longer on the old node');
+    assert.ok(t.refreshes() > before, 'the slot map was read again');
+    await eventually(() => t.events.resubscribed === 1, 'every waiter woken');
+    t.transport.close();
   });
 
   it('places the channels of a shard that reported a slot move where the map says, then wakes every waiter', async () => {

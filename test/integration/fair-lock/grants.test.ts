@@ -95,6 +95,46 @@ describe('LockClient#fairLock grant to a receiver PUBLISH does not count', (it) 
     assert.is(new Set(leases.map(({ lease }) => lease.fencingToken)).size, leases.length, 'no token issued twice');
     await staleLease.release();
   });
+
+  it('serves a grantee listening on a replica by its heartbeat also on a lock that is never free: two clients hand it to each other', async () => {
+    const name = uniqueName('fair');
+    const stale = onReplica();
+    const loopers = [plain(), plain()];
+    let stop = false;
+    let turns = 0;
+    /** Every hold, as [start, end] in ms of this process: none may overlap. */
+    const holds: [number, number][] = [];
+    const loop = (client: LockClient) =>
+      (async () => {
+        while (!stop) {
+          const lease = await client.fairLock(name).acquire({ waitMs: 30_000 });
+          const start = performance.now();
+          turns++;
+          await sleep(20);
+          holds.push([start, performance.now()]);
+          await lease.release();
+        }
+      })();
+    const loops = loopers.map(loop);
+    try {
+      // Each release grants the lock to the other looper, queued behind it: the lock is never free,
+      // so no heartbeat can grant it; the stale waiter is dropped at its first turn (nobody listens
+      // on the primary), queued again by its heartbeat, marked, and granted at its next turn.
+      await eventually(() => turns >= 4, 'the two clients take turns');
+      const before = turns;
+      const lease = await within(stale.fairLock(name).acquire({ waitMs: 5_000 }), 6_000, 'the waiter on the replica, on a busy lock');
+      const start = performance.now();
+      await sleep(20);
+      holds.push([start, performance.now()]);
+      await lease.release();
+      assert.ok(turns - before >= 1, `the others took ${turns - before} turns meanwhile`);
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+    }
+    holds.sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < holds.length; i++) assert.ok(holds[i]![0] >= holds[i - 1]![1], `holds ${i - 1} and ${i} overlap`);
+  });
 });
 
 describe('LockClient#fairLock heartbeat after NOSCRIPT', (it) => {
