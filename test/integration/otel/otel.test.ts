@@ -9,6 +9,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import { RedisInstrumentation } from '@opentelemetry/instrumentation-redis';
 import { LockClient, type Lease } from '../../../src/index.ts';
 import { RelockInstrumentation } from '../../../src/otel/index.ts';
 import { describe, eventually, uniqueName } from '../../helpers/describe.ts';
@@ -29,8 +30,10 @@ metrics.setGlobalMeterProvider(meterProvider);
 // instrumentation-ioredis patches ioredis when it is required after it is enabled: the prototype it
 // patches is the one every ioredis client shares, relock's own connections included.
 new IORedisInstrumentation();
+new RedisInstrumentation();
 const require = createRequire(import.meta.url);
 const { Redis } = require('ioredis') as typeof import('ioredis');
+const { createClient } = require('redis') as typeof import('redis');
 
 const relock = new RelockInstrumentation({ enabled: false });
 relock.setTracerProvider(tracerProvider);
@@ -209,6 +212,63 @@ describe('relock/otel: RelockInstrumentation with the OpenTelemetry SDK', (it) =
       assert.is(metric?.descriptor.unit, 's');
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe('relock/otel with node-redis, and an aborted acquire', (it) => {
+  let server: RedisServer;
+  it.before(async () => {
+    server = await startRedis({ private: true });
+    relock.enable();
+  });
+  it.after(async () => {
+    relock.disable();
+    await server.stop();
+  });
+
+  it('node-redis 5: relock spans and metrics; instrumentation-redis 0.71 makes no command spans for it', async () => {
+    const redis = await createClient({ url: server.url }).connect();
+    const client = new LockClient({ redis });
+    try {
+      const name = uniqueName('otel-node-redis');
+      await tracer.startActiveSpan('request', async (request) => {
+        await client.lock(name).runExclusive(() => undefined);
+        request.end();
+      });
+      const [acquire] = named('relock.acquire', name);
+      assert.ok(acquire);
+      assert.equal([acquire.attributes['relock.lock.result'], named('relock.hold', name)[0]?.attributes['relock.lease.outcome']], ['acquired', 'released']);
+      // instrumentation-redis patches @redis/client ^1 (node-redis 4) and redis 2.6-3 only. When this
+      // fails, it covers node-redis 5: say so in docs/diagnostics.md.
+      assert.is(childrenOf(acquire).length, 0, 'no command spans from instrumentation-redis for node-redis 5');
+    } finally {
+      await client.close();
+      await redis.close();
+    }
+  });
+
+  it('an acquire aborted by its signal: result aborted, ERROR status, error.type AbortError', async () => {
+    const redis = new Redis(server.url);
+    const client = new LockClient({ redis });
+    try {
+      const name = uniqueName('otel-abort');
+      const holder = await client.lock(name).acquire();
+      const other = new LockClient({ redis: server.url });
+      const controller = new AbortController();
+      const waiting = other.lock(name).acquire({ waitMs: 10_000, signal: controller.signal }).catch((error: unknown) => error);
+      await eventually(async () => (await total('relock.lock.pending_acquires', { 'relock.lock.kind': 'lock' })) === 1, 'the acquire waits');
+      controller.abort();
+      await waiting;
+      await holder.release();
+      await other.close();
+      const [aborted] = named('relock.acquire', name).filter((span) => span.attributes['relock.lock.result'] === 'aborted');
+      assert.ok(aborted, named('relock.acquire', name).map((s) => s.attributes['relock.lock.result']).join());
+      assert.is(aborted.status.code, SpanStatusCode.ERROR);
+      assert.is(aborted.attributes['error.type'], 'AbortError');
+    } finally {
+      await client.close();
+      redis.disconnect();
     }
   });
 });
