@@ -67,13 +67,21 @@ interface Instruments {
 
 /** The metrics' names (docs/diagnostics.md has them as a table). */
 export const METRICS = {
+  /** UpDownCounter `{lease}`: leases held now (re-entries not counted). */
   activeLeases: 'relock.lock.active_leases',
+  /** Histogram `s`: how long a lease was held, by `relock.lease.outcome` (released, lost). */
   leaseDuration: 'relock.lock.lease.duration',
+  /** UpDownCounter `{acquire}`: acquire calls under way now. */
   pendingAcquires: 'relock.lock.pending_acquires',
+  /** Histogram `s`: how long an acquire call took, waiting included, by `relock.lock.result`. */
   acquireDuration: 'relock.lock.acquire.duration',
+  /** Counter `{acquire}`: acquire calls ended, by `relock.lock.result`. */
   acquires: 'relock.lock.acquires',
+  /** Counter `{lease}`: leases lost while held. */
   lostLeases: 'relock.lock.lost_leases',
+  /** Counter `{lease}`: lease renewals by the watchdog. */
   renewals: 'relock.lock.renewals',
+  /** Counter `{wakeup}`: release messages that reached this process's waiters. */
   wakeups: 'relock.lock.wakeups',
 } as const;
 
@@ -270,7 +278,7 @@ export class RelockInstrumentation {
   }
 
   /** The configuration, with `enabled` filled in. */
-  getConfig(): RelockInstrumentationConfig & { enabled: boolean } {
+  getConfig(): RelockInstrumentationConfig {
     return { ...this.#config };
   }
 
