@@ -256,7 +256,11 @@ export class RelockInstrumentation {
     queueMicrotask(() => this.#bindStorage());
   }
 
-  /** Unsubscribes from every channel: relock runs as if nobody listened. Spans already open are ended by what ends them. */
+  /**
+   * Unsubscribes from every channel: relock runs as if nobody listened. An acquire or release under
+   * way at that moment is left with its span unended and `pending_acquires` not taken back; a hold
+   * span open then still ends at its lease's loss, not at its release.
+   */
   disable(): void {
     if (!this.#enabled) return;
     this.#enabled = false;

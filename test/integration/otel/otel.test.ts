@@ -122,6 +122,12 @@ describe('relock/otel: RelockInstrumentation with the OpenTelemetry SDK', (it) =
     assert.ok(release && childrenOf(release).length >= 1, 'the release command spans nest under relock.release');
   });
 
+  it('bad options: a TypeError naming the option, from the constructor and setConfig()', () => {
+    assert.throws(() => new RelockInstrumentation({ lockName: 'yes' as never }), (error: Error) => error instanceof TypeError && /`lockName`/.test(error.message));
+    assert.throws(() => relock.setConfig(null as never), (error: Error) => error instanceof TypeError && /`config`/.test(error.message));
+    assert.equal(relock.getConfig().enabled, true, 'getConfig() fills in enabled (NodeSDK reads it)');
+  });
+
   it('keeps lock names out by default (lockName hook)', async () => {
     relock.setConfig({});
     try {
