@@ -25,8 +25,11 @@ const CASES = [
   { file: 'nightly-report/cron.sh', code: 0, says: /^OK: one node of three built the report$/m, also: (out) => (out.match(/relock exited 75$/gm) ?? []).length === 2 },
   { file: 'form-submit/main.ts', code: 0, says: /^OK: inserted once/m },
   { file: 'form-submit/main.ts', args: ['--no-lock'], code: 1, says: /^DUPLICATE/m },
+  { file: 'otel-prometheus/main.ts', code: 0, says: /^OK: relock lease metrics on \/metrics/m },
 ];
-const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit'];
+const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit', 'otel-prometheus'];
+// What otel-prometheus needs besides relock (Node 20: sdk-metrics 2.x, exporter-prometheus 0.2xx).
+const OTEL = ['@opentelemetry/api@^1.9.0', '@opentelemetry/sdk-metrics@^2.12.1', '@opentelemetry/exporter-prometheus@~0.223.0'];
 
 function npm(args, cwd) {
   return execFileSync('npm', args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
@@ -38,7 +41,7 @@ function installPacked(dir) {
   const project = join(dir, 'project');
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'relock-examples', private: true, type: 'module' }, null, 2));
-  npm(['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename), 'ioredis', 'tsx'], project);
+  npm(['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename), 'ioredis', 'tsx', ...OTEL], project);
   for (const example of EXAMPLES) cpSync(join(root, 'examples', example), join(project, example), { recursive: true });
   console.log(`installed ${filename} into ${project}`);
   return project;
