@@ -11,6 +11,8 @@
 //    wall time and this process's CPU per round, medians. After each (un)subscribe some rounds run unmeasured: subscribing changes the channel objects' shape,
 //    and V8 re-optimising the code that reads them is a one-off, not a per-round cost.
 //
+// 3. relock/otel's own CPU per traceAcquire+traceRelease pair, enabled against disabled, without Redis.
+//
 // Figures are medians over slices; the machine is shared, so read differences of a few percent in
 // part 2 as noise. Options: --slices 15 --rounds 600 --settle 150 (part 2, per slice and variant)
 // --calls 5000000 (part 1, per slice).
@@ -216,6 +218,34 @@ try {
   const guards = never.get('wake guard, never subscribed')! - bare + (never.get('tracing guard, never subscribed')! - bare);
   out(`   Without subscribers a round reads hasSubscribers twice (acquire, release): ~${ns(Math.max(0, guards))} of a ${us(cpuWithout)} round,`);
   out(`   far below what these loops resolve; their difference above is the machine's noise plus what subscribers cost.`);
+
+  // 3. relock/otel's own cost per call, without Redis: traceAcquire and traceRelease of a lease-like
+  // object (a hold: two spans, seven measurements per pair) with the instrumentation enabled and not.
+  out();
+  out(`3. relock/otel in-process: traceAcquire + traceRelease around resolved functions, ${ASYNC_CALLS.toLocaleString('en-US')} pairs per slice`);
+  const signal = new AbortController().signal;
+  const held = { name: 'n', holdCount: 1, fencingToken: 1, signal } as unknown as Lease;
+  const pair = async () => traceRelease(await traceAcquire(acquirer, false, async () => held), 'lock', 'c', () => Promise.resolve());
+  const cpuPerPair = async () => {
+    const at = process.cpuUsage();
+    await timeAsync(ASYNC_CALLS, pair);
+    const used = process.cpuUsage(at);
+    return (used.user + used.system) * 1000 / ASYNC_CALLS;
+  };
+  const otelSlices = await sliced([
+    ['disabled', cpuPerPair],
+    ['enabled', async () => {
+      instrumentation.enable();
+      try {
+        await timeAsync(Math.min(ASYNC_CALLS, 2_000), pair); // settle
+        return await cpuPerPair();
+      } finally {
+        instrumentation.disable();
+      }
+    }],
+  ]);
+  figure('CPU per acquire+release pair, disabled', ns(otelSlices.get('disabled')!));
+  figure('CPU per acquire+release pair, relock/otel enabled (SDK)', `${ns(otelSlices.get('enabled')!)} (+${us((otelSlices.get('enabled')! - otelSlices.get('disabled')!) / 1000)})`);
 } finally {
   instrumentation.disable();
   await client.close();
