@@ -218,14 +218,16 @@ export class RelockInstrumentation {
     this.#tracer = trace.getTracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION);
     this.#metrics = instruments(metrics.getMeter(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION));
     this.#acquireSubscribers = {
-      start: (message) => void this.#startAcquire(message as Traced),
+      // With a bound store the span is open already (the store's transform ran first): only look
+      // whether the global context manager changed since, for the next call.
+      start: (message) => (this.#acquiring.has(message) ? this.#bindStorage() : void this.#startAcquire(message as Traced)),
       end: noop,
       asyncStart: noop,
       asyncEnd: (message) => this.#endAcquire(message as Traced),
       error: noop,
     };
     this.#releaseSubscribers = {
-      start: (message) => void this.#startRelease(message as Traced),
+      start: (message) => (this.#releasing.has(message) ? undefined : void this.#startRelease(message as Traced)),
       end: noop,
       asyncStart: noop,
       asyncEnd: (message) => this.#endRelease(message as Traced),
