@@ -49,6 +49,25 @@ export default [
       { file: 'dist/testing.d.cts', format: 'es' },
     ],
   },
+  // relock/otel (src/otel/): its own bundles; @opentelemetry/api is a peer dependency, left external.
+  {
+    input: 'src/otel/index.ts',
+    external: isExternal,
+    plugins: [esbuild({ target: 'node20', tsconfig: 'tsconfig.json' })],
+    output: [
+      { file: 'dist/otel.mjs', format: 'es' },
+      { file: 'dist/otel.cjs', format: 'cjs', exports: 'named', interop: 'auto' },
+    ],
+  },
+  {
+    input: 'src/otel/index.ts',
+    external: isExternal,
+    plugins: [dts({ tsconfig: 'tsconfig.json' })],
+    output: [
+      { file: 'dist/otel.d.mts', format: 'es' },
+      { file: 'dist/otel.d.cts', format: 'es' },
+    ],
+  },
   // The `relock` command (package.json "bin"): one ES module with a shebang, carrying its own copy
   // of the library (no chunk shared with dist/index.mjs).
   {

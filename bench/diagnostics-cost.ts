@@ -5,10 +5,13 @@
 //    no-op subscriber; then the guard again once the subscribers are gone (the channel objects have
 //    changed shape by then, which is what a process that subscribed once pays); then traceAcquire and
 //    traceRelease around an already resolved function, with and without subscribers.
-// 2. acquire+release on a private redis-server, in interleaved slices with and without a no-op
-//    subscriber on every relock channel: wall time and this process's CPU per round, medians. After
-//    each (un)subscribe some rounds run unmeasured: subscribing changes the channel objects' shape,
+// 2. acquire+release on a private redis-server, in interleaved slices without subscribers, with a
+//    no-op subscriber on every relock channel, and with relock/otel's RelockInstrumentation enabled
+//    over the OpenTelemetry SDK (spans batched to an exporter that drops them, metrics aggregated):
+//    wall time and this process's CPU per round, medians. After each (un)subscribe some rounds run unmeasured: subscribing changes the channel objects' shape,
 //    and V8 re-optimising the code that reads them is a one-off, not a per-round cost.
+//
+// 3. relock/otel's own CPU per traceAcquire+traceRelease pair, enabled against disabled, without Redis.
 //
 // Figures are medians over slices; the machine is shared, so read differences of a few percent in
 // part 2 as noise. Options: --slices 15 --rounds 600 --settle 150 (part 2, per slice and variant)
@@ -18,7 +21,12 @@ import { channel, tracingChannel, type TracingChannelSubscribers } from 'node:di
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { LockClient as Client } from '../dist/index.mjs';
+import type { Lease, LockClient as Client } from '../dist/index.mjs';
+import { context, metrics, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import type { RelockInstrumentation as Instrumentation } from '../src/otel/index.ts';
 import { diagnostics, traceAcquire, traceRelease } from '../src/diagnostics.ts';
 import { startPrivateRedis } from '../test/helpers/redis.ts';
 import { median } from './lib/stats.ts';
@@ -87,8 +95,9 @@ const wakeGuard = (i: number) => {
 };
 const tracingGuard = (i: number) => (diagnostics.acquire.hasSubscribers ? 1 : i & 1);
 const lease = Promise.resolve({ fencingToken: 1 });
-const acquireTraced = () => traceAcquire('n', 'lock', 'c', () => lease);
-const releaseTraced = () => traceRelease('n', 'lock', 'c', () => Promise.resolve());
+const acquirer = { name: 'n', kind: 'lock', clientId: 'c', traits: { topology: 'single', layout: 'relock' } } as const;
+const acquireTraced = () => traceAcquire(acquirer, false, () => lease);
+const releaseTraced = () => traceRelease({ name: 'n' } as Lease, 'lock', 'c', () => Promise.resolve());
 
 /** Medians of each variant over SLICES slices, variants in a rotating order within each slice. */
 async function sliced(variants: [string, () => number | Promise<number>][]): Promise<Map<string, number>> {
@@ -139,17 +148,37 @@ const awaitBare = median([awaited.get('bare await')!, subscribed.get('bare await
 figure('traceAcquire around a resolved promise', `${ns(awaited.get('acquire, no subscriber')! - awaitBare)} without subscribers, ${ns(subscribed.get('acquire, subscribers')! - awaitBare)} with (above a bare await of ${ns(awaitBare)})`);
 figure('traceRelease, same', `${ns(awaited.get('release, no subscriber')! - awaitBare)} without subscribers, ${ns(subscribed.get('release, subscribers')! - awaitBare)} with`);
 
-// Part 2: the published bundle (copied, so a rebuild meanwhile cannot pull it away), else src/.
+// Part 2: the published bundles (copied, so a rebuild meanwhile cannot pull them away), else src/.
 const dist = join(here, '..', 'dist', 'index.mjs');
 let from: string;
+let otelFrom: string;
 if (existsSync(dist)) {
   mkdirSync(join(here, 'results', 'diagnostics-dist'), { recursive: true });
   copyFileSync(dist, join(here, 'results', 'diagnostics-dist', 'index.mjs'));
+  copyFileSync(join(here, '..', 'dist', 'otel.mjs'), join(here, 'results', 'diagnostics-dist', 'otel.mjs'));
   from = pathToFileURL(join(here, 'results', 'diagnostics-dist', 'index.mjs')).href;
+  otelFrom = pathToFileURL(join(here, 'results', 'diagnostics-dist', 'otel.mjs')).href;
 } else {
   from = new URL('../src/index.ts', import.meta.url).href;
+  otelFrom = new URL('../src/otel/index.ts', import.meta.url).href;
 }
 const { LockClient } = (await import(from)) as { LockClient: typeof Client };
+
+// relock/otel with the OpenTelemetry SDK as an application sets it up: the AsyncLocalStorage context
+// manager, a tracer provider batching spans to an exporter (one that drops them: the cost measured
+// is relock's and the SDK's in this process, not a collector's), a meter provider with a reader.
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+const dropping: SpanExporter = { export: (_spans: ReadableSpan[], done) => done({ code: 0 }), shutdown: async () => undefined };
+const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] });
+trace.setGlobalTracerProvider(tracerProvider);
+class PullReader extends MetricReader {
+  protected override onForceFlush = async () => undefined;
+  protected override onShutdown = async () => undefined;
+}
+const meterProvider = new MeterProvider({ readers: [new PullReader()] });
+metrics.setGlobalMeterProvider(meterProvider);
+const { RelockInstrumentation } = (await import(otelFrom)) as { RelockInstrumentation: typeof Instrumentation };
+const instrumentation = new RelockInstrumentation({ enabled: false });
 const server = await startPrivateRedis();
 const client = new LockClient({ redis: server.url });
 try {
@@ -160,11 +189,15 @@ try {
     for (let i = 0; i < count; i++) await (await lock.acquire()).release();
   };
   await rounds(500);
-  const wall = new Map<string, number[]>([['without', []], ['with', []]]);
-  const cpu = new Map<string, number[]>([['without', []], ['with', []]]);
+  const VARIANTS = ['without', 'with', 'otel'] as const;
+  const wall = new Map<string, number[]>(VARIANTS.map((variant) => [variant, []]));
+  const cpu = new Map<string, number[]>(VARIANTS.map((variant) => [variant, []]));
   for (let slice = 0; slice < SLICES; slice++) {
-    for (const variant of slice % 2 === 0 ? ['without', 'with'] : ['with', 'without']) {
+    // Each variant first, middle and last in turn.
+    for (let turn = 0; turn < VARIANTS.length; turn++) {
+      const variant = VARIANTS[(slice + turn) % VARIANTS.length]!;
       if (variant === 'with') subscribeAll();
+      if (variant === 'otel') instrumentation.enable();
       await rounds(SETTLE);
       const cpuAt = process.cpuUsage();
       const start = process.hrtime.bigint();
@@ -172,18 +205,52 @@ try {
       const elapsed = Number(process.hrtime.bigint() - start) / 1000;
       const used = process.cpuUsage(cpuAt);
       if (variant === 'with') unsubscribeAll();
+      if (variant === 'otel') instrumentation.disable();
       wall.get(variant)!.push(elapsed / ROUNDS);
       cpu.get(variant)!.push((used.user + used.system) / ROUNDS);
     }
   }
   const [wallWithout, wallWith, cpuWithout, cpuWith] = [median(wall.get('without')!), median(wall.get('with')!), median(cpu.get('without')!), median(cpu.get('with')!)];
+  const [wallOtel, cpuOtel] = [median(wall.get('otel')!), median(cpu.get('otel')!)];
   figure('without subscribers', `${us(wallWithout)} per round, ${us(cpuWithout)} of this process's CPU`);
   figure('with a no-op subscriber on every channel', `${us(wallWith)} per round (${(wallWith / wallWithout).toFixed(3)}×), ${us(cpuWith)} of CPU (${cpuWith >= cpuWithout ? '+' : '−'}${us(Math.abs(cpuWith - cpuWithout))})`);
+  figure('relock/otel enabled (SDK: batched spans, dropped)', `${us(wallOtel)} per round (${(wallOtel / wallWithout).toFixed(3)}×, ${((1 - wallWithout / wallOtel) * 100).toFixed(1)} % fewer rounds/s), ${us(cpuOtel)} of CPU (+${us(Math.max(0, cpuOtel - cpuWithout))})`);
   const guards = never.get('wake guard, never subscribed')! - bare + (never.get('tracing guard, never subscribed')! - bare);
   out(`   Without subscribers a round reads hasSubscribers twice (acquire, release): ~${ns(Math.max(0, guards))} of a ${us(cpuWithout)} round,`);
   out(`   far below what these loops resolve; their difference above is the machine's noise plus what subscribers cost.`);
+
+  // 3. relock/otel's own cost per call, without Redis: traceAcquire and traceRelease of a lease-like
+  // object (a hold: two spans, seven measurements per pair) with the instrumentation enabled and not.
+  out();
+  out(`3. relock/otel in-process: traceAcquire + traceRelease around resolved functions, ${ASYNC_CALLS.toLocaleString('en-US')} pairs per slice`);
+  const signal = new AbortController().signal;
+  const held = { name: 'n', holdCount: 1, fencingToken: 1, signal } as unknown as Lease;
+  const pair = async () => traceRelease(await traceAcquire(acquirer, false, async () => held), 'lock', 'c', () => Promise.resolve());
+  const cpuPerPair = async () => {
+    const at = process.cpuUsage();
+    await timeAsync(ASYNC_CALLS, pair);
+    const used = process.cpuUsage(at);
+    return (used.user + used.system) * 1000 / ASYNC_CALLS;
+  };
+  const otelSlices = await sliced([
+    ['disabled', cpuPerPair],
+    ['enabled', async () => {
+      instrumentation.enable();
+      try {
+        await timeAsync(Math.min(ASYNC_CALLS, 2_000), pair); // settle
+        return await cpuPerPair();
+      } finally {
+        instrumentation.disable();
+      }
+    }],
+  ]);
+  figure('CPU per acquire+release pair, disabled', ns(otelSlices.get('disabled')!));
+  figure('CPU per acquire+release pair, relock/otel enabled (SDK)', `${ns(otelSlices.get('enabled')!)} (+${us((otelSlices.get('enabled')! - otelSlices.get('disabled')!) / 1000)})`);
 } finally {
+  instrumentation.disable();
   await client.close();
   await server.stop();
+  await tracerProvider.shutdown();
+  await meterProvider.shutdown();
 }
 if (sink === -1) out('');

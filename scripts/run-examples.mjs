@@ -35,10 +35,13 @@ const CASES = [
   { file: 'fastify/main.ts', args: ['--no-lock'], code: 1, says: /^LOST UPDATES/m },
   { file: 'nestjs/main.ts', code: 0, says: /^OK: the builds ran one at a time$/m },
   { file: 'nestjs/main.ts', args: ['--no-lock'], code: 1, says: /^OVERLAPPED/m },
+  { file: 'otel-prometheus/main.ts', code: 0, says: /^OK: relock lease metrics on \/metrics/m },
 ];
-const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit', 'choosing-timeouts', 'migrating', 'express', 'fastify', 'nestjs'];
+const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit', 'choosing-timeouts', 'migrating', 'express', 'fastify', 'nestjs', 'otel-prometheus'];
 /** What the framework examples import, installed beside the tarball at the repository's versions (devDependencies). */
 const FRAMEWORKS = ['express', 'fastify', '@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'];
+// What otel-prometheus needs besides relock (Node 20: sdk-metrics 2.x, exporter-prometheus 0.2xx).
+const OTEL = ['@opentelemetry/api@^1.9.0', '@opentelemetry/sdk-metrics@^2.12.1', '@opentelemetry/exporter-prometheus@~0.223.0'];
 
 function npm(args, cwd) {
   return execFileSync('npm', args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
@@ -52,7 +55,7 @@ function installPacked(dir) {
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'relock-examples', private: true, type: 'module' }, null, 2));
   const { devDependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
   const frameworks = FRAMEWORKS.map((name) => `${name}@${devDependencies[name]}`);
-  npm(['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename), 'ioredis', 'tsx', ...frameworks], project);
+  npm(['install', '--no-audit', '--no-fund', '--prefer-offline', join(dir, filename), 'ioredis', 'tsx', ...frameworks, ...OTEL], project);
   for (const example of EXAMPLES) cpSync(join(root, 'examples', example), join(project, example), { recursive: true });
   // tsx reads the decorator setting (NestJS) from the tsconfig.json of the working directory.
   cpSync(join(root, 'examples', 'tsconfig.json'), join(project, 'tsconfig.json'));

@@ -1,9 +1,21 @@
 // Every node:diagnostics_channel relock publishes on, in one object. Each publication sits behind
 // `hasSubscribers`, so nothing is built for a channel nobody listens to.
 import { channel, tracingChannel } from 'node:diagnostics_channel';
+import type { Lease } from './api.ts';
 
 /** The kinds of lock a diagnostics message can be about. */
 export type LockKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'multi-lock';
+
+/** Where a client's locks live: one server, a Cluster, or a Redlock quorum of independent masters. */
+export type TopologyKind = 'single' | 'cluster' | 'redlock';
+
+/** What every acquire's context tells of its client, made once per client (not per call). */
+export interface ClientTraits {
+  /** One server, a Cluster, or a Redlock quorum. */
+  readonly topology: TopologyKind;
+  /** The key layout: relock's own, or Redisson's. */
+  readonly layout: 'relock' | 'redisson';
+}
 
 /**
  * The context object of `tracingChannel('relock:acquire')` and `tracingChannel('relock:release')`:
@@ -25,6 +37,17 @@ export interface AcquireTraceContext {
   readonly kind: LockKind;
   /** The `LockClient#id` of the client that acquires or releases. */
   readonly clientId: string;
+  /** An acquire's: the client's topology (`single`, `cluster`, `redlock`); not set on a release. */
+  readonly topology?: TopologyKind;
+  /** An acquire's: the client's key layout (`relock`, `redisson`); not set on a release. */
+  readonly layout?: 'relock' | 'redisson';
+  /**
+   * Set (true) on the acquire of a `tryAcquire()`: its `ERR_LOCK_TIMEOUT` error is the lock found
+   * busy, and the call resolves `null`.
+   */
+  readonly tryAcquire?: true;
+  /** A release's: the lease being released (the `result` of its acquire). */
+  readonly lease?: Lease;
   /** Set on success of an acquire: the lease's fencing token. */
   fencingToken?: number;
   /** Set on success of an acquire: milliseconds from the call to the lease. */
@@ -93,18 +116,26 @@ export const diagnostics = {
   wake: channel('relock:wake'),
 };
 
+/** Who acquires: a lock's name and kind, and its client's id and traits. */
+export interface Acquirer {
+  readonly name: string;
+  readonly kind: LockKind;
+  readonly clientId: string;
+  readonly traits: ClientTraits;
+}
+
 /**
  * Traces an acquire when someone listens; sets `fencingToken` and `waitedMs` on the context on
  * success. `fn` gets the context (to set `queuedAt`), or undefined when nobody listens.
  */
 export function traceAcquire<T extends { readonly fencingToken: number }>(
-  name: string,
-  kind: LockKind,
-  clientId: string,
+  who: Acquirer,
+  tryAcquire: boolean,
   fn: (trace?: AcquireTraceContext) => Promise<T>,
 ): Promise<T> {
   if (!diagnostics.acquire.hasSubscribers) return fn();
-  const context: AcquireTraceContext = { name, kind, clientId };
+  const { name, kind, clientId, traits } = who;
+  const context: AcquireTraceContext = { name, kind, clientId, topology: traits.topology, layout: traits.layout, ...(tryAcquire && { tryAcquire: true }) };
   const startedAt = performance.now();
   return diagnostics.acquire.tracePromise(async () => {
     const lease = await fn(context);
@@ -114,8 +145,8 @@ export function traceAcquire<T extends { readonly fencingToken: number }>(
   }, context);
 }
 
-/** Traces a release when someone listens. */
-export function traceRelease(name: string, kind: LockKind, clientId: string, fn: () => Promise<void>): Promise<void> {
+/** Traces the release of `lease` when someone listens. */
+export function traceRelease(lease: Lease, kind: LockKind, clientId: string, fn: () => Promise<void>): Promise<void> {
   if (!diagnostics.release.hasSubscribers) return fn();
-  return diagnostics.release.tracePromise(fn, { name, kind, clientId });
+  return diagnostics.release.tracePromise(fn, { name: lease.name, kind, clientId, lease });
 }

@@ -1,7 +1,7 @@
 // The public front every kind that hands out leases shares: acquire(), tryAcquire() and
 // runExclusive() over the kind's own take(). Arguments are checked before any I/O (a bad one
 // rejects without a trace), each call is traced, and tryAcquire() turns a timeout into null.
-import { traceAcquire, type AcquireTraceContext, type LockKind } from './diagnostics.ts';
+import { traceAcquire, type AcquireTraceContext, type ClientTraits, type LockKind } from './diagnostics.ts';
 import { LockTimeoutError } from './errors.ts';
 import { runExclusive, type ExclusiveLease } from './lease.ts';
 import { checkFunction, checkMs, checkOptions, checkSignal, checkWaitMs, MIN_FIXED_LEASE_MS } from './validate.ts';
@@ -20,6 +20,8 @@ export interface Taker<L extends { readonly fencingToken: number }, E> {
   readonly name: string;
   readonly kind: LockKind;
   readonly clientId: string;
+  /** The client's topology and layout, for the trace. */
+  readonly traits: ClientTraits;
   /** The kind's own option names (a semaphore's `permits`). */
   readonly extra?: readonly string[];
   /** Checks the kind's own options, before any I/O. */
@@ -35,7 +37,7 @@ export function frontAcquire<L extends { readonly fencingToken: number }, E>(tak
     const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
     const signal = checkSignal(o.signal);
     const extra = taker.check(o);
-    return traceAcquire(taker.name, taker.kind, taker.clientId, (trace) => taker.take({ waitMs, leaseMs, signal, trace }, extra));
+    return traceAcquire(taker, false, (trace) => taker.take({ waitMs, leaseMs, signal, trace }, extra));
   } catch (error) {
     return Promise.reject(error);
   }
@@ -47,7 +49,7 @@ export async function frontTryAcquire<L extends { readonly fencingToken: number 
   const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
   const extra = taker.check(o);
   try {
-    return await traceAcquire(taker.name, taker.kind, taker.clientId, (trace) => taker.take({ waitMs: 0, leaseMs, signal: undefined, trace }, extra));
+    return await traceAcquire(taker, true, (trace) => taker.take({ waitMs: 0, leaseMs, signal: undefined, trace }, extra));
   } catch (error) {
     if (error instanceof LockTimeoutError) return null;
     throw error;

@@ -6,7 +6,7 @@
  */
 export type { CountDownLatch, Lease, Lock, ReadWriteLock, Semaphore } from './api.ts';
 export { LockClient, type LockClientEvents } from './client.ts';
-export type { AcquireTraceContext, LockKind, LostMessage, RenewMessage, WakeMessage } from './diagnostics.ts';
+export type { AcquireTraceContext, LockKind, LostMessage, RenewMessage, TopologyKind, WakeMessage } from './diagnostics.ts';
 export type { MultiLock } from './multi-lock/multi-lock.ts';
 export type { MultiLease } from './multi-lock/multi-lease.ts';
 export { LockError, LockLostError, LockNotHeldError, LockTimeoutError, type LockErrorCode, type LockErrorOptions } from './errors.ts';

@@ -46,7 +46,7 @@ export class LeaseImpl implements Lease {
 
   /** Traced whatever rejects it, a refusal on local state included: a watcher sees every release() that fails. */
   release(): Promise<void> {
-    return traceRelease(this.name, this.#kind, this.#clientId, () => this.#release());
+    return traceRelease(this, this.#kind, this.#clientId, () => this.#release());
   }
 
   async #release(): Promise<void> {

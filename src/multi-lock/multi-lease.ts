@@ -90,7 +90,7 @@ export class MultiLeaseImpl implements MultiLease {
   release(): Promise<void> {
     const { closed, clientId } = this.#runtime;
     // Traced whatever rejects it, a refusal on local state included: a watcher sees every release() that fails.
-    return traceRelease(this.name, 'multi-lock', clientId, async () => {
+    return traceRelease(this, 'multi-lock', clientId, async () => {
       if (this.#released) throw new LockNotHeldError(`This lease of multi-lock "${this.name}" was released already`, { lockName: this.name });
       if (closed.aborted) {
         throw new LockError(`The LockClient was closed: multi-lock "${this.name}" is no longer renewed and ends with its members' leases`, {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
 import { LockError, type LockLostError } from '../errors.ts';
+import type { ClientTraits } from '../diagnostics.ts';
 import type { RedisPort, SubscriberConnection } from '../port/port.ts';
 import { Context } from './context.ts';
 import { errorMessage, ScriptRunner, SHARDED_PUBLISH } from './script.ts';
@@ -80,6 +81,8 @@ export class Runtime {
   readonly clientId: string;
   readonly leaseMs: number;
   readonly fenceTtlMs: number;
+  /** The topology and layout the diagnostics channels tell of (made once). */
+  readonly traits: ClientTraits;
   /** A Cluster: one slot per script call, so renewals are batched per slot. */
   readonly cluster: boolean;
   /** The command a release publishes with: SPUBLISH on a Cluster (the runner falls back to PUBLISH where it is missing). */
@@ -118,6 +121,7 @@ export class Runtime {
     this.quorum = this.#servers.length > 1;
     this.#events = options.events;
     this.cluster = port.cluster;
+    this.traits = { topology: this.quorum ? 'redlock' : this.cluster ? 'cluster' : 'single', layout: options.numberedOwners ? 'redisson' : 'relock' };
     this.publish = this.cluster ? SHARDED_PUBLISH : 'publish';
     this.replicas = options.replicas ?? 0;
     this.replicaTimeoutMs = options.replicaTimeoutMs ?? 1_000;

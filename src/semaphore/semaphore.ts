@@ -75,6 +75,7 @@ export class SemaphoreImpl implements Semaphore {
       name,
       kind: 'semaphore',
       clientId: shared.runtime.clientId,
+      traits: shared.runtime.traits,
       extra: ['permits'],
       check: (o) => this.#wanted(o.permits),
       take: (t, permits) => this.#take(t.waitMs, t.leaseMs, t.signal, permits),

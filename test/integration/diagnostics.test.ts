@@ -1,10 +1,10 @@
 // relock's diagnostics channels, seen through the OpenTelemetry-shaped bridge of
-// examples/diagnostics/otel-bridge.ts (and through raw subscribers, for the message shapes), against
+// test/helpers/channel-bridge.ts (and through raw subscribers, for the message shapes), against
 // a private Redis. The client's lease is 1 s, so its watchdog renews a hold within ~330 ms (a 60 ms
 // lease lost holds to a loaded machine's stalls, failing whichever test held one then).
 import * as assert from 'uvu/assert';
 import { channel, subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
-import { bridge, memorySink, type RecordedSpan } from '../../examples/diagnostics/otel-bridge.ts';
+import { bridge, memorySink, type RecordedSpan } from '../helpers/channel-bridge.ts';
 import type { AcquireTraceContext, Lease, Lock, LockClient, LockKind, LostMessage, RenewMessage, Semaphore, WakeMessage } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName } from '../helpers/describe.ts';
 import { setup, sleep } from '../helpers/fixture.ts';

@@ -1,17 +1,7 @@
 // relock's diagnostics channels as OpenTelemetry-shaped spans and metrics, with nothing but
-// node:diagnostics_channel. The sink is whatever records them: the in-memory one below (tests, or
-// a look at what relock does), or an OpenTelemetry tracer and meter, which fit it as they are:
-//
-//   import { metrics, trace } from '@opentelemetry/api';
-//   const tracer = trace.getTracer('relock');
-//   const meter = metrics.getMeter('relock');
-//   const stop = bridge({
-//     startSpan: (name, options) => tracer.startSpan(name, options),
-//     counter: (name) => meter.createCounter(name),
-//     histogram: (name) => meter.createHistogram(name, { unit: 'ms' }),
-//   });
-//
-// Copy this file into your code base and import the types from 'relock' instead of the source tree.
+// node:diagnostics_channel, recorded by an in-memory sink: test/integration/diagnostics.test.ts checks
+// the channels through it. It was examples/diagnostics/otel-bridge.ts, a file to copy; relock/otel
+// (src/otel/, docs/diagnostics.md) replaces it for users.
 import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
 import type { AcquireTraceContext, LostMessage, RenewMessage, WakeMessage } from '../../src/index.ts';
 

@@ -1,0 +1,93 @@
+// relock's lease metrics on a Prometheus endpoint: relock/otel's RelockInstrumentation with the
+// OpenTelemetry SDK's MeterProvider and the Prometheus exporter. Five app workers (five LockClients)
+// share one lock: they wait for it, hold it, find it busy with tryAcquire(), and one loses its lease
+// to a forceUnlock(). Then the example scrapes its own /metrics and prints relock's series.
+//
+//   node --import tsx examples/otel-prometheus/main.ts          # one run, prints the scrape, exits 1 if a series is missing
+//   node --import tsx examples/otel-prometheus/main.ts --serve  # keeps the workload and :9464/metrics up for
+//                                                               # Prometheus and grafana-dashboard.json (Ctrl-C ends it)
+//
+// Redis: REDIS_URL, else a private redis-server, else Docker (relock/testing's startRedis).
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { metrics } from '@opentelemetry/api';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { LockClient } from 'relock';
+import { RelockInstrumentation } from 'relock/otel';
+import { startRedis } from 'relock/testing';
+
+const serve = process.argv.includes('--serve');
+
+// The exporter is a metric reader; it serves /metrics from a server of ours (port 0 unless --serve).
+const exporter = new PrometheusExporter({ preventServerStart: true });
+const meterProvider = new MeterProvider({ readers: [exporter] });
+metrics.setGlobalMeterProvider(meterProvider);
+const instrumentation = new RelockInstrumentation();
+instrumentation.setMeterProvider(meterProvider);
+const http = createServer((request, response) => exporter.getMetricsRequestHandler(request, response));
+await new Promise<void>((resolve) => http.listen(serve ? 9464 : 0, '127.0.0.1', resolve));
+const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/metrics`;
+
+await using redis = await startRedis();
+const workers = Array.from({ length: 5 }, () => new LockClient({ redis: redis.url }));
+
+/** One round of the workload: every worker takes the lock in turn, some only try. */
+async function round(): Promise<void> {
+  await Promise.all(
+    workers.map(async (client, i) => {
+      const lock = client.lock('nightly-report');
+      if (i === 4) {
+        // A worker that only tries: it finds the lock busy most of the time (result "busy").
+        for (let n = 0; n < 5; n++) {
+          const lease = await lock.tryAcquire();
+          if (lease) await lease.release();
+          await sleep(15);
+        }
+        return;
+      }
+      await lock.runExclusive(() => sleep(20 + Math.random() * 30), { waitMs: 10_000 });
+    }),
+  );
+  // A lease lost: a forceUnlock() while worker 0 holds it (its lease.signal aborts at once on the
+  // same client; another client's holder would learn of it at its next renewal).
+  const lease = await workers[0]!.lock('nightly-report').acquire();
+  await workers[0]!.lock('nightly-report').forceUnlock();
+  while (!lease.signal.aborted) await sleep(5);
+  await lease.release().catch(() => undefined); // ERR_LOCK_NOT_HELD: it was lost
+}
+
+try {
+  if (serve) {
+    console.log(`serving ${url} (Ctrl-C to stop)`);
+    for (;;) await round();
+  }
+  for (let n = 0; n < 3; n++) await round();
+  const scrape = await (await fetch(url)).text();
+  const series = scrape.split('\n').filter((line) => line.startsWith('relock_') && !line.includes('_bucket{'));
+  console.log(series.join('\n'));
+  const expected = [
+    'relock_lock_active_leases',
+    'relock_lock_pending_acquires',
+    // exporter-prometheus 0.223 adds no unit suffix: the histograms are in seconds all the same.
+    'relock_lock_acquire_duration_count',
+    'relock_lock_lease_duration_count',
+    'relock_lock_acquires_total',
+    'relock_lock_lost_leases_total',
+    'relock_lock_wakeups_total',
+  ];
+  const missing = expected.filter((name) => !series.some((line) => line.startsWith(name)));
+  const busy = series.some((line) => line.startsWith('relock_lock_acquires_total') && line.includes('relock_lock_result="busy"'));
+  if (missing.length > 0 || !busy) {
+    console.log(`MISSING: ${[...missing, ...(busy ? [] : ['acquires with result "busy"'])].join(', ')}`);
+    process.exitCode = 1;
+  } else {
+    console.log('OK: relock lease metrics on /metrics, in seconds, by result');
+  }
+} finally {
+  instrumentation.disable();
+  await Promise.all(workers.map((client) => client.close()));
+  http.close();
+  await meterProvider.shutdown();
+}
