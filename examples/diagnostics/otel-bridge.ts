@@ -11,9 +11,9 @@
 //     histogram: (name) => meter.createHistogram(name, { unit: 'ms' }),
 //   });
 //
-// Copy this file into your code base and import the types from 'relock' instead of the source tree.
+// Copy this file into your code base: it needs only 'relock' (its types) and node:diagnostics_channel.
 import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
-import type { AcquireTraceContext, LostMessage, RenewMessage, WakeMessage } from '../../src/index.ts';
+import type { AcquireTraceContext, LostMessage, RenewMessage, WakeMessage } from 'relock';
 
 /** Attribute values, as OpenTelemetry takes them. */
 export type Attributes = Record<string, string | number | boolean>;

@@ -176,16 +176,30 @@ describe('the package as installed', (it) => {
     assert.equal(links.filter((link) => !files.has(link)), [], 'README links to files the package lacks');
   }, 40_000);
 
-  it('check:package leaves a tarball in the working tree alone', async () => {
+  it('check:package leaves a tarball in the working tree alone (a user\'s own `npm pack` output too)', async () => {
     const tarball = join(root, `relock-${pkg.version}.tgz`);
-    assert.not.ok(existsSync(tarball), `${tarball} exists already: move it away to run this test`);
-    writeFileSync(tarball, 'a user tarball');
+    // A tarball the user packed stays as it is; without one, the test puts its own there and removes it.
+    const own = !existsSync(tarball);
+    if (own) writeFileSync(tarball, 'a user tarball');
+    const before = readFileSync(tarball);
     try {
       await promisify(execFile)(process.execPath, [join(root, 'scripts', 'check-package.mjs')], { cwd: root, timeout: 90_000 });
-      assert.is(readFileSync(tarball, 'utf8'), 'a user tarball');
+      assert.ok(readFileSync(tarball).equals(before), `${tarball} was changed`);
     } finally {
-      rmSync(tarball, { force: true });
+      if (own) rmSync(tarball, { force: true });
     }
   }, 100_000);
+
+  it('names its repository, home page and issue tracker, and its changelog dates the version it is', () => {
+    const meta = pkg as unknown as { repository?: { type?: string; url?: string }; homepage?: string; bugs?: { url?: string } };
+    assert.match(meta.repository?.url ?? '', /^git\+https:\/\/github\.com\/[^/]+\/relock\.git$/, 'repository.url (npm publish --provenance needs it)');
+    assert.is(meta.repository?.type, 'git');
+    assert.ok(meta.homepage?.startsWith(meta.repository!.url!.slice(4, -4)), 'homepage is in the repository');
+    assert.is(meta.bugs?.url, `${meta.repository!.url!.slice(4, -4)}/issues`);
+    const changelog = readFileSync(join(root, 'CHANGELOG.md'), 'utf8');
+    const heading = new RegExp(`^## ${pkg.version.replaceAll('.', '\\.')} \\(\\d{4}-\\d{2}-\\d{2}\\)$`, 'm');
+    assert.match(changelog, heading, `CHANGELOG.md has "## ${pkg.version} (YYYY-MM-DD)"`);
+    assert.ok(changelog.indexOf('## Unreleased') < changelog.search(heading), 'the Unreleased part comes first');
+  });
 });
 
