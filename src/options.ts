@@ -220,7 +220,12 @@ export interface LockClientOptions {
  * The ioredis module as `import Redis from 'ioredis'` (or `import * as ioredis from 'ioredis'`, or
  * iovalkey's) gives it: relock calls its `Redis` constructor. See {@link LockClientOptions.ioredis}.
  */
-export type IoredisModule = (new (...args: any[]) => unknown) | { readonly Redis: new (...args: any[]) => unknown };
+export type IoredisModule =
+  | Function
+  | {
+      /** ioredis's `Redis` class. */
+      readonly Redis: Function;
+    };
 
 /**
  * Options of `lock.acquire()` and `lock.runExclusive()`. Unknown keys are refused with a `TypeError`.
