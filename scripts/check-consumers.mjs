@@ -50,9 +50,13 @@ let redis;
 try {
   step('the tools (consumer-checks: npm ci) and the tarball (npm pack)');
   runNpm(['ci', '--no-audit', '--no-fund', '--loglevel=error'], checks);
-  const [packed] = JSON.parse(runNpm(['pack', '--json', '--ignore-scripts', '--pack-destination', work], root).toString());
-  const tarball = join(work, packed.filename);
-  console.log(`${packed.filename}: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked, ${packed.files.length} files`);
+  // RELOCK_TARBALL=<file.tgz> checks that tarball instead (another build, a published version).
+  let tarball = process.env.RELOCK_TARBALL;
+  if (!tarball) {
+    const [packed] = JSON.parse(runNpm(['pack', '--json', '--ignore-scripts', '--pack-destination', work], root).toString());
+    tarball = join(work, packed.filename);
+    console.log(`${packed.filename}: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked, ${packed.files.length} files`);
+  }
   // The tarball as npm installs it: into consumer-checks/node_modules/relock, beside its dependencies.
   const relock = join(modules, 'relock');
   rmSync(relock, { recursive: true, force: true });
