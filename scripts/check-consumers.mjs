@@ -32,7 +32,7 @@ function step(title) {
 async function node(title, args, { expect, fails = false, ...options } = {}) {
   let result;
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, args, { timeout: 120_000, maxBuffer: 16 << 20, ...options });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, args, { timeout: 600_000, maxBuffer: 16 << 20, ...options });
     result = { exited: 0, stdout, stderr };
   } catch (error) {
     result = { exited: error.code ?? error.signal ?? error.message, stdout: error.stdout ?? '', stderr: error.stderr ?? error.message };

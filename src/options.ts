@@ -123,6 +123,8 @@ export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster | 
  * ioredis connection options, exactly as `new Redis(options)` takes them, less `keyPrefix` (refused:
  * use `prefix`). Where they leave them unset, relock gives the connections it makes fail-fast
  * defaults (see docs/guarantees.md, "Redis unreachable").
+ * ioredis is an optional peer: in a project without it these options are not type-checked (they
+ * need ioredis at run time anyway), and relock's declarations still compile there.
  *
  * @example
  * ```ts
