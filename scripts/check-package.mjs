@@ -43,7 +43,7 @@ try {
   }
 
   // attw colours its table even into a pipe: only a terminal gets colours.
-  run(bin('@arethetypeswrong/cli', 'attw'), [tarball, '--profile', 'node16', ...(process.stdout.isTTY ? [] : ['--no-color'])]);
+  run(bin('@arethetypeswrong/cli', 'attw'), [tarball, ...(process.stdout.isTTY ? [] : ['--no-color'])]);
   // publint colours its output into a pipe too: NO_COLOR there (picocolors honours it).
   run(bin('publint', 'publint'), ['run', tarball], process.stdout.isTTY ? {} : { env: { ...process.env, NO_COLOR: '1' } });
 } finally {

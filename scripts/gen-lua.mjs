@@ -33,6 +33,53 @@ export function expandLua(primitive, source, file = '<source>') {
   });
 }
 
+/**
+ * `source` as it is sent to Redis: without comments (`-- ...` and `--[[ ... ]]`), without each line's
+ * leading and trailing blanks, without empty lines. Quoted strings are kept as they are; a long
+ * string (`[[ ... ]]`) outside a comment is refused (its lines must not be trimmed).
+ * @param {string} source a script's source, includes expanded
+ * @param {string} [where] the script, for error messages
+ * @returns {string}
+ */
+export function stripLua(source, where = '<source>') {
+  let out = '';
+  let i = 0;
+  while (i < source.length) {
+    const c = source[i];
+    if (c === '"' || c === "'") {
+      let j = i + 1;
+      while (j < source.length && source[j] !== c) {
+        if (source[j] === '\\') j++;
+        else if (source[j] === '\n') throw new Error(`${where}: unfinished string`);
+        j++;
+      }
+      out += source.slice(i, j + 1);
+      i = j + 1;
+    } else if (source.startsWith('--', i)) {
+      const long = /^--\[(=*)\[/.exec(source.slice(i, i + 64));
+      if (long) {
+        const close = `]${long[1]}]`;
+        const end = source.indexOf(close, i);
+        if (end < 0) throw new Error(`${where}: unfinished comment`);
+        i = end + close.length;
+      } else {
+        const end = source.indexOf('\n', i);
+        i = end < 0 ? source.length : end;
+      }
+    } else if (c === '[' && /^\[=*\[/.test(source.slice(i, i + 64))) {
+      throw new Error(`${where}: a long string ([[ ... ]]) outside a comment: use a quoted string`);
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .join('\n');
+}
+
 function generate() {
   const outDir = join(root, 'src', 'generated');
   rmSync(outDir, { recursive: true, force: true });
@@ -48,7 +95,7 @@ function generate() {
         const match = /^([a-z-]+?)-(\d+|n)\.lua$/.exec(file);
         if (!match) throw new Error(`lua/${primitive}/${file}: expected a name of the form verb-<numberOfKeys>.lua`);
         const [, verb, keys] = match;
-        const source = expandLua(primitive, readFileSync(join(dir, file), 'utf8'), file);
+        const source = stripLua(expandLua(primitive, readFileSync(join(dir, file), 'utf8'), file), `lua/${primitive}/${file}`);
         const sha1 = createHash('sha1').update(source).digest('hex');
         const camel = verb.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
         const numberOfKeys = keys === 'n' ? 'null' : keys;

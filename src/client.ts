@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from './api.ts';
 import { portOf } from './port/clients.ts';
+import { useIoredis } from './port/ioredis.ts';
 import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
@@ -13,7 +14,7 @@ import { Runtime } from './runtime/runtime.ts';
 import type { Backend } from './topology/backend.ts';
 import { quorumBackend } from './topology/quorum-backend.ts';
 import { singleBackend } from './topology/single.ts';
-import { checkLayout, checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
+import { checkIoredisModule, checkLayout, checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
  * The events of a LockClient.
@@ -68,7 +69,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   constructor(options?: LockClientOptions) {
     super();
-    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'layout', 'leaseMs', 'fenceTtlMs', 'replicas', 'replicaTimeoutMs']);
+    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'layout', 'leaseMs', 'fenceTtlMs', 'replicas', 'replicaTimeoutMs', 'ioredis']);
+    const ioredisModule = checkIoredisModule(o.ioredis);
     this.layout = checkLayout(o);
     const servers = Array.isArray(o.redis) ? checkServers(o.redis) : undefined;
     const redis = servers ? undefined : checkRedis(o.redis);
@@ -80,6 +82,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     const replicas = checkReplicas(o.replicas);
     const replicaTimeoutMs = checkMs('replicaTimeoutMs', o.replicaTimeoutMs, 1, 60_000);
     if (servers && replicas > 0) throw new TypeError('Expected `replicas` only with one Redis server or a Cluster: a Redlock client (redis given as an array) has no replica sync');
+    if (ioredisModule) useIoredis(ioredisModule);
 
     if (servers) {
       // Redlock: one lock over several independent masters (src/topology/quorum*.ts, each kind's quorum.ts; docs/redlock.md).

@@ -15,6 +15,7 @@ export type {
   AnyRedisClient,
   GlideClientLike,
   GlideClusterLike,
+  IoredisModule,
   LatchWaitOptions,
   Layout,
   LockClientOptions,

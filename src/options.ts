@@ -123,6 +123,8 @@ export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster | 
  * ioredis connection options, exactly as `new Redis(options)` takes them, less `keyPrefix` (refused:
  * use `prefix`). Where they leave them unset, relock gives the connections it makes fail-fast
  * defaults (see docs/guarantees.md, "Redis unreachable").
+ * ioredis is an optional peer: in a project without it these options are not type-checked (they
+ * need ioredis at run time anyway), and relock's declarations still compile there.
  *
  * @example
  * ```ts
@@ -204,7 +206,28 @@ export interface LockClientOptions {
    * @default 1000
    */
   replicaTimeoutMs?: number | undefined;
+  /**
+   * The ioredis (or iovalkey) module, for a URL or ioredis options in a bundled app. relock loads
+   * ioredis itself only when it opens a connection, with a `require` that bundlers (esbuild, webpack,
+   * rollup) do not follow: a bundle shipped without node_modules (a Lambda, say) has no ioredis for
+   * it. Handing the module over puts it in the bundle: `import Redis from 'ioredis'` and
+   * `new LockClient({ redis: process.env.REDIS_URL, ioredis: Redis })` (docs/bundlers.md). Once given,
+   * every client of the process uses it. Unused with a client passed in.
+   * @default the ioredis installed beside relock, if any
+   */
+  ioredis?: IoredisModule | undefined;
 }
+
+/**
+ * The ioredis module as `import Redis from 'ioredis'` (or `import * as ioredis from 'ioredis'`, or
+ * iovalkey's) gives it: relock calls its `Redis` constructor. See {@link LockClientOptions.ioredis}.
+ */
+export type IoredisModule =
+  | Function
+  | {
+      /** ioredis's `Redis` class. */
+      readonly Redis: Function;
+    };
 
 /**
  * Options of `lock.acquire()` and `lock.runExclusive()`. Unknown keys are refused with a `TypeError`.

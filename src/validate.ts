@@ -158,6 +158,16 @@ export function checkLayout(o: { layout?: unknown; prefix?: unknown; fenceTtlMs?
   return 'redisson';
 }
 
+/** The ioredis option: the module (or its `Redis` class, which carries a `Redis` property in ioredis 5 and 6), as `{ Redis }`. */
+export function checkIoredisModule(value: unknown): { readonly Redis: new (...args: any[]) => unknown } | undefined {
+  if (value === undefined) return undefined;
+  const Redis = (value as { Redis?: unknown } | null)?.Redis ?? value;
+  if ((typeof value !== 'function' && (typeof value !== 'object' || value === null)) || typeof Redis !== 'function' || typeof (Redis as { prototype?: { evalsha?: unknown } }).prototype?.evalsha !== 'function') {
+    expected('ioredis', "the ioredis (or iovalkey) module, as `import Redis from 'ioredis'` gives it", value, TypeError);
+  }
+  return { Redis: Redis as new (...args: any[]) => unknown };
+}
+
 /** The redis option: a client, a URL or connection options; never one with ioredis keyPrefix. */
 export function checkRedis(value: unknown): string | AnyRedisClient | RedisConnectionOptions {
   if (value === undefined) return DEFAULTS.redis;

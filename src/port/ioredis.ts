@@ -20,9 +20,17 @@ export function ioredis(): typeof import('ioredis') {
   try {
     loaded ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
   } catch (error) {
-    throw new TypeError('Expected `redis` to be a connected client: relock opens connections from a URL or options with ioredis, which is not installed (`npm install ioredis`, or pass a node-redis client)', { cause: error });
+    throw new TypeError('Expected `redis` to be a connected client: relock opens connections from a URL or options with ioredis, which is not installed (`npm install ioredis`, or pass a node-redis client; in a bundled app, hand relock the module: `ioredis: Redis`, docs/bundlers.md)', { cause: error });
   }
   return loaded;
+}
+
+/**
+ * The module a user handed over (LockClientOptions.ioredis: a bundle that carries ioredis): from now
+ * on the one relock's connections are made with.
+ */
+export function useIoredis(module: { readonly Redis: new (...args: any[]) => unknown }): void {
+  loaded = module as unknown as typeof import('ioredis');
 }
 
 /** Whether ioredis is installed (loadable). */

@@ -1,5 +1,8 @@
 // The Redis Cluster hash slot of a key or shard channel: CRC16 (XMODEM) of the key, or of the part
 // between its first `{` and the next `}` when that part is not empty, modulo 16384.
+//
+// Not the cluster-key-slot package (ioredis and node-redis depend on it): it disagrees with Redis on
+// a key whose first tag is empty, such as `foo{}{bar}` (test/unit/slot.test.ts).
 
 const TABLE = (() => {
   const table = new Uint16Array(256);

@@ -13,8 +13,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  * scripts/gen-lua.mjs's expansion: a script's source with each `-- @include <name>` line replaced by
  * lua/<primitive>/<name>.lua.inc (header left out), as the bundle inlines it and EVALSHA runs it.
  */
-export const { expandLua } = (await import(pathToFileURL(join(root, 'scripts', 'gen-lua.mjs')).href)) as {
+export const { expandLua, stripLua } = (await import(pathToFileURL(join(root, 'scripts', 'gen-lua.mjs')).href)) as {
   expandLua: (primitive: string, source: string, file?: string) => string;
+  /** What is sent of an expanded source: no comments, indentation or empty lines. */
+  stripLua: (source: string, where?: string) => string;
 };
 
 /** The source of the script `<primitive>/<file>` as the bundle has it: includes expanded. */

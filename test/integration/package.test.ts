@@ -30,16 +30,18 @@ describe('built package', (it) => {
   });
   it.after(() => server.stop());
 
-  for (const [format, file, load] of [
-    ['CommonJS', 'dist/index.cjs', `require(${JSON.stringify(join(root, 'dist', 'index.cjs'))})`],
-    ['ESM', 'dist/index.mjs', `await import(${JSON.stringify(join(root, 'dist', 'index.mjs'))})`],
+  // CommonJS without require(esm) too, as Jest and older loaders load it: the bundle requires no ES module.
+  for (const [format, file, load, flags] of [
+    ['CommonJS', 'dist/index.cjs', `require(${JSON.stringify(join(root, 'dist', 'index.cjs'))})`, []],
+    ['CommonJS (no require(esm))', 'dist/index.cjs', `require(${JSON.stringify(join(root, 'dist', 'index.cjs'))})`, ['--no-experimental-require-module']],
+    ['ESM', 'dist/index.mjs', `await import(${JSON.stringify(join(root, 'dist', 'index.mjs'))})`, []],
   ] as const) {
     it(`locks, re-enters and times out through the ${format} bundle`, async () => {
       assert.ok(existsSync(join(root, file)), `${file} is missing: npm test builds it first (npm run build)`);
-      const code = format === 'CommonJS' ? `(async () => { ${program(load)} })()` : program(load);
+      const code = format.startsWith('CommonJS') ? `(async () => { ${program(load)} })()` : program(load);
       const { stdout } = await promisify(execFile)(
         process.execPath,
-        format === 'CommonJS' ? ['-e', code] : ['--input-type=module', '-e', code],
+        format.startsWith('CommonJS') ? [...flags, '-e', code] : ['--input-type=module', '-e', code],
         { env: { ...process.env, REDIS_URL: server.url }, timeout: 15_000 },
       );
       assert.is(stdout.trim(), '2 true ERR_LOCK_TIMEOUT');
@@ -176,16 +178,42 @@ describe('the package as installed', (it) => {
     assert.equal(links.filter((link) => !files.has(link)), [], 'README links to files the package lacks');
   }, 40_000);
 
-  it('check:package leaves a tarball in the working tree alone', async () => {
+  it('ships no source map, and the relock command imports the library\'s build instead of a copy of it', async () => {
+    const { stdout } = await promisify(execFile)('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, timeout: 30_000 });
+    const files = (JSON.parse(stdout) as [{ files: { path: string }[] }])[0].files.map((file) => file.path);
+    assert.equal(files.filter((file) => file.endsWith('.map')), []);
+    const cli = readFileSync(join(root, 'dist', 'cli.mjs'), 'utf8');
+    assert.match(cli, /^import .* from '\.\/chunks\/[\w-]+\.mjs';$/m, 'dist/cli.mjs imports the chunk dist/index.mjs exports from');
+    assert.not.match(cli, /class LockClient\b/, 'dist/cli.mjs has no LockClient of its own');
+    const index = readFileSync(join(root, 'dist', 'index.mjs'), 'utf8');
+    const chunks = [...cli.matchAll(/from '\.\/(chunks\/[\w-]+\.mjs)'/g)].map((match) => match[1]);
+    assert.ok(chunks.every((chunk) => index.includes(`'./${chunk}'`)), 'every chunk the command imports is the library\'s');
+  }, 40_000);
+
+  it('check:package leaves a tarball in the working tree alone (a user\'s own `npm pack` output too)', async () => {
     const tarball = join(root, `relock-${pkg.version}.tgz`);
-    assert.not.ok(existsSync(tarball), `${tarball} exists already: move it away to run this test`);
-    writeFileSync(tarball, 'a user tarball');
+    // A tarball the user packed stays as it is; without one, the test puts its own there and removes it.
+    const own = !existsSync(tarball);
+    if (own) writeFileSync(tarball, 'a user tarball');
+    const before = readFileSync(tarball);
     try {
       await promisify(execFile)(process.execPath, [join(root, 'scripts', 'check-package.mjs')], { cwd: root, timeout: 90_000 });
-      assert.is(readFileSync(tarball, 'utf8'), 'a user tarball');
+      assert.ok(readFileSync(tarball).equals(before), `${tarball} was changed`);
     } finally {
-      rmSync(tarball, { force: true });
+      if (own) rmSync(tarball, { force: true });
     }
   }, 100_000);
+
+  it('names its repository, home page and issue tracker, and its changelog dates the version it is', () => {
+    const meta = pkg as unknown as { repository?: { type?: string; url?: string }; homepage?: string; bugs?: { url?: string } };
+    assert.match(meta.repository?.url ?? '', /^git\+https:\/\/github\.com\/[^/]+\/relock\.git$/, 'repository.url (npm publish --provenance needs it)');
+    assert.is(meta.repository?.type, 'git');
+    assert.ok(meta.homepage?.startsWith(meta.repository!.url!.slice(4, -4)), 'homepage is in the repository');
+    assert.is(meta.bugs?.url, `${meta.repository!.url!.slice(4, -4)}/issues`);
+    const changelog = readFileSync(join(root, 'CHANGELOG.md'), 'utf8');
+    const heading = new RegExp(`^## ${pkg.version.replaceAll('.', '\\.')} \\(\\d{4}-\\d{2}-\\d{2}\\)$`, 'm');
+    assert.match(changelog, heading, `CHANGELOG.md has "## ${pkg.version} (YYYY-MM-DD)"`);
+    assert.ok(changelog.indexOf('## Unreleased') < changelog.search(heading), 'the Unreleased part comes first');
+  });
 });
 

@@ -37,6 +37,9 @@ const cases: Case[] = [
   // Issue 31, point 5: `redis: createClient().connect()` without await (it said "an instance of Promise").
   ['redis a node-redis connect() promise (no await)', () => new LockClient({ redis: connecting() as never }), TypeError, 'got a Promise: did you forget await?'],
   ['redis a connect() promise among Redlock masters', () => new LockClient({ redis: [connecting(), connecting(), connecting()] as never }), TypeError, 'did you forget await?'],
+  ['ioredis a node-redis client instead of the module', () => new LockClient({ redis: 'redis://127.0.0.1:1', ioredis: createClient() as never }), TypeError, '`ioredis`'],
+  ['ioredis a string', () => new LockClient({ ioredis: 'ioredis' as never }), TypeError, '`ioredis`'],
+  ['ioredis a class that is no ioredis', () => new LockClient({ ioredis: class Redis {} as never }), TypeError, '`ioredis`'],
   ['redis options with a key no ioredis option has', () => new LockClient({ redis: { hots: '10.0.0.1', port: 6380 } as never }), TypeError, '`hots`'],
   ['redis options spread from an ioredis client', () => new LockClient({ redis: { ...new Redis({ lazyConnect: true }) } as never }), TypeError, '`redis` options to hold ioredis options only'],
   ['prefix empty', () => new LockClient({ redis, prefix: '' }), RangeError, '`prefix`'],

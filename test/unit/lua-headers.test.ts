@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { expandLua, luaFiles, scriptSource } from '../helpers/acl.ts';
+import { expandLua, luaFiles, scriptSource, stripLua } from '../helpers/acl.ts';
 import { describe } from '../helpers/describe.ts';
 
 // Every check of a script's body reads it as the bundle has it: `-- @include` lines expanded.
@@ -102,6 +102,13 @@ describe('lua/<primitive>/*.lua', (it) => {
     assert.throws(() => expandLua('fair-lock', '  -- @include grant-next\n', 'x-1.lua'), /malformed include line/);
   });
 
+  it('strips comments, indentation and empty lines, and keeps quoted strings whole', () => {
+    const lua = "--[[ header\n-- ]]\nlocal a = '--not a comment' -- a comment\n\n  if a then --[==[ long\n]] ]==] return \"x\\\"--\" end\n";
+    assert.is(stripLua(lua), "local a = '--not a comment'\nif a then  return \"x\\\"--\" end");
+    assert.throws(() => stripLua('local s = [[\n  text]]', 'x-1.lua'), /x-1\.lua: a long string/);
+    assert.throws(() => stripLua("local s = 'open\n", 'x-1.lua'), /x-1\.lua: unfinished string/);
+  });
+
   for (const file of files) {
     const source = scriptSource(file);
     const { header, body, indexes } = parse(source);
@@ -138,11 +145,13 @@ describe('lua/<primitive>/*.lua', (it) => {
       assert.equal(comments.filter((line) => /rcall\(|return |local |end$/.test(line)), []);
     });
 
-    it(`${file} is inlined into the bundle, includes expanded, with its SHA1`, () => {
+    it(`${file} is inlined into the bundle, includes expanded, without comments or indentation, with the SHA1 of what is sent`, () => {
       const script = generated.find((s) => s.file === file);
       assert.ok(script, 'generated');
-      assert.is(script!.source, source);
-      assert.is(script!.sha1, createHash('sha1').update(source).digest('hex'));
+      assert.is(script!.source, stripLua(source));
+      assert.not.match(script!.source, /--|^\s|\s$|\n\n/m, 'no comment, no leading or trailing blank, no empty line');
+      assert.ok(script!.source.length < source.length);
+      assert.is(script!.sha1, createHash('sha1').update(script!.source).digest('hex'));
     });
   }
 
