@@ -79,7 +79,7 @@ export class QuorumLock implements LockTopology {
     try {
       result = await commands.acquire(keys, owner, leaseMs, runtime.fenceTtlMs, this.#shared.floor(), gate, timeoutMs);
     } catch (error) {
-      await commands.rollback(keys, owner, { replies: [], sent: [] });
+      await commands.rollback(keys, owner, { replies: [], sent: [], validUntil: performance.now() + leaseMs - driftMs(leaseMs) });
       throw error;
     }
     if (result.gate) {

@@ -104,7 +104,7 @@ export class SlotCommands extends Quorum {
     floor: string,
     candidates: readonly number[],
     timeoutMs: number,
-  ): Promise<{ replies: SlotReplies; sent: readonly (Promise<MasterSlots> | undefined)[] }> {
+  ): Promise<{ replies: SlotReplies; sent: readonly (Promise<MasterSlots> | undefined)[]; validUntil: number }> {
     const args = [owner, permits, limit, leaseMs, Math.max(fenceTtlMs, leaseMs), floor, joined(candidates), this.publish, this.message()];
     const on = async ({ runner }: Master): Promise<MasterSlots> => {
       const [code, value, waitMs, ...holders] = await runner.run(acquire, [keys.sem, keys.leases, keys.fence, keys.channel], args);
@@ -113,6 +113,8 @@ export class SlotCommands extends Quorum {
     };
     // Each master's call, also those still out when the majority decided: their reply tells later what to give back.
     const sent: (Promise<MasterSlots> | undefined)[] = this.masters.map(() => undefined);
+    // The end of the attempt's validity (`timeoutMs` is lease − drift): a failed attempt's give-back is waited for until then at most.
+    const validUntil = performance.now() + timeoutMs;
     const replies = await this.settle(
       this.masters,
       (master, i) => (sent[i] = on(master)),
@@ -127,7 +129,7 @@ export class SlotCommands extends Quorum {
       timeoutMs,
     );
     this.outstanding(keys.sem, owner, sent, replies);
-    return { replies, sent };
+    return { replies, sent, validUntil };
   }
 
   /**
