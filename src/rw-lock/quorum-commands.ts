@@ -94,7 +94,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
       // Given back wherever it was not refused: taken, failed, or not answered yet (once it answers),
       // settled before the caller hears of it.
       await this.#rollback(k, member, replies, sent, validUntil, replies.flatMap((reply, i) => (valueOf(reply)?.kind === 'busy' ? [] : [i])));
-      if (taken.length + refusals.length < quorum) throw answeredError(replies) ?? noQuorum(`Lock "${lockName}" was not acquired`, this.masters, replies, lockName);
+      if (taken.length + refusals.length < quorum) throw answeredError(replies) ?? noQuorum(`Lock "${lockName}" was not acquired`, this.masters, replies, lockName, (value: MasterAcquire) => (value.kind === 'acquired' ? 'took it (given back)' : 'held elsewhere'));
       return refused(refusals, quorum - taken.length, quorum);
     }
     // The token: the largest of the majority's, confirmed on a majority before the lease is handed

@@ -77,6 +77,12 @@ function giveBackWhere(
   return slots.undone(replies, undos, validUntil);
 }
 
+/** What a master's answer to a failed attempt was, in a no-quorum error. */
+function slotsSaid(value: MasterSlots): string {
+  if (value.kind === 'mismatch') return `keeps another limit (${value.limit})`;
+  return value.taken ? 'took it (given back)' : 'held elsewhere (no free permits)';
+}
+
 /**
  * The semaphore's commands on every master, decided by the majority: what SemaphoreImpl calls on one
  * server, so the Semaphore API and its waits are the same on both.
@@ -119,7 +125,7 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
       if (mismatch !== undefined) return { kind: 'mismatch', limit: mismatch };
       if (count(replies, (reply) => reply.ok) < quorum) {
         const name = nameOf(keys);
-        throw answeredError(replies) ?? noQuorum(`Semaphore "${name}" was not acquired`, slots.masters, replies, name);
+        throw answeredError(replies) ?? noQuorum(`Semaphore "${name}" was not acquired`, slots.masters, replies, name, slotsSaid);
       }
       return { kind: 'busy', retryMs: retry.ms };
     }

@@ -11,9 +11,9 @@ import { redisFor, sleep } from '../../helpers/fixture.ts';
 import { startProxy, type Proxy } from '../../helpers/proxy.ts';
 import { lockKey, setupMasters } from './masters.ts';
 
-const LEASE_MS = 900;
-/** Renewals run every lease / 3: this many periods after B's restart, several renewals have been decided. */
-const WATCH_MS = LEASE_MS * 3;
+const LEASE_MS = 2_000;
+/** Renewals run every lease / 3: by then, three renewals after B's restart have been decided. */
+const WATCH_MS = 2_500;
 
 describe('Redlock: a slow master does not turn a held lease into a loss (3 masters, C 40-120 ms late)', (it) => {
   const m = setupMasters(it, 3);
