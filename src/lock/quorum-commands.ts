@@ -96,7 +96,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
 
   /**
    * The release on every master, publishing (one unique message) on a majority (see Quorum.released),
-   * settled on every master that answers within the straggler bound (Quorum.settleAll).
+   * settled on every master that answers within 50 ms of the decision (Quorum.settleAll).
    */
   release(keys: LockKeys, owner: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome> {
     const message = this.message();

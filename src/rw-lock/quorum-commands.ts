@@ -129,7 +129,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
 
   /**
    * The release on every master, publishing (one unique message) on a majority (see Quorum.released),
-   * settled on every master that answers within the straggler bound (Quorum.settleAll).
+   * settled on every master that answers within 50 ms of the decision (Quorum.settleAll).
    */
   release(k: RwLockKeys, member: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome> {
     const message = this.message();

@@ -148,7 +148,7 @@ export class SlotCommands extends Quorum {
    * when a majority released it, or when some did and too few can answer "gone"; gone when a majority
    * held nothing. A lease may live on a bare majority (the masters that agreed on its slots): after
    * `timeoutMs`, one master that released it is enough, rather than waiting for a silent one. Settled
-   * on every master that answers within the straggler bound (Quorum.settleAll).
+   * on every master that answers within 50 ms of the decision (Quorum.settleAll).
    */
   release(keys: SemaphoreKeys, owner: string, name: string, timeoutMs: number): Promise<ReleaseOutcome> {
     const args = [owner, this.publish, this.message()];
