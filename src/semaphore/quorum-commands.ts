@@ -124,7 +124,7 @@ export class SlotCommands extends Quorum {
         const left = pending(replies);
         const possible = Math.max(0, ...[...bySlots(replies, owner).values()].map((masters) => masters.length)) + left >= this.quorum;
         const answered = count(replies, isOk);
-        return !possible && (answered >= this.quorum || answered + left < this.quorum) ? replies.slice() : undefined;
+        return !possible && (answered >= this.quorum || (answered + left < this.quorum && this.heard(replies))) ? replies.slice() : undefined;
       },
       timeoutMs,
     );

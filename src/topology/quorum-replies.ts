@@ -134,20 +134,32 @@ export interface Named {
   readonly lastError?: () => Error | undefined;
 }
 
+/** An error's words: its message, else its code (node-redis's AggregateError of a refused connection has no message). */
+function wordsOf(error: Error): string {
+  const inner = (error as { errors?: unknown }).errors;
+  const first = Array.isArray(inner) && inner[0] instanceof Error ? inner[0].message : undefined;
+  return error.message || first || (error as { code?: string }).code || error.name;
+}
+
+/** A failure to connect, or a connection that closed, as opposed to a command left unanswered. */
+const CONNECTION_FAILURE = /connect|connection|ECONN|EHOSTUNREACH|ENOTFOUND|closed|socket/i;
+
 /** What one master did, in a no-quorum error's words, and the failure behind it (if it failed). */
 function what(master: Named, reply: Reply<unknown> | undefined, describe: ((value: never) => string) | undefined): { words: string; failure?: Error } {
   const down = master.down?.() ?? false;
   // A connection's last error is kept after it recovers: it names why only while the master is down.
-  const last = down ? master.lastError?.() : undefined;
-  if (reply === undefined) return down ? { words: `down (${last?.message ?? 'its connection is down'})`, ...(last ? { failure: last } : {}) } : { words: 'no answer' };
+  const recorded = down ? master.lastError?.() : undefined;
+  // (An error without words, which some clients record for a command that failed offline, names nothing.)
+  const last = recorded && (recorded.message || (recorded as { code?: string }).code) ? recorded : undefined;
+  if (reply === undefined) return down ? { words: `down (${last ? wordsOf(last) : 'its connection is down'})`, ...(last ? { failure: last } : {}) } : { words: 'no answer' };
   if (reply.ok) return { words: describe ? describe(reply.value as never) : 'answered' };
   const { error } = reply;
   const failure = error instanceof Error ? error : new Error(String(error));
   if (!(error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE')) return { words: `error (${errorMessage(error)})`, failure };
   // Unreachable: the connection's own error says why (a refused connection), else the error's cause.
   const cause = last ?? (failure.cause instanceof Error ? failure.cause : undefined);
-  const why = (cause ?? failure).message.replace(/^Redis could not be reached: /, '');
-  return { words: down ? `down (${why})` : `no answer (${why})`, failure: cause ?? failure };
+  const why = wordsOf(cause ?? failure).replace(/^Redis could not be reached: /, '');
+  return { words: down || CONNECTION_FAILURE.test(why) ? `down (${why})` : `no answer (${why})`, failure: cause ?? failure };
 }
 
 /**

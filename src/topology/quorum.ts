@@ -236,12 +236,21 @@ export class Quorum {
 
   /**
    * Whether an acquire's replies so far decide it: a majority took it; or it cannot be taken, and
-   * either a majority answered (it is held) or too few can still answer (no quorum: the error must say which).
+   * either a majority answered (it is held) or too few can still answer (no quorum: once every master
+   * that is up answered, so that the error says what each did).
    */
   acquireDecided(replies: readonly (Reply<unknown> | undefined)[], taken: number): boolean {
     const answered = count(replies, (reply) => reply.ok);
     const left = pending(replies);
-    return taken >= this.quorum || (taken + left < this.quorum && (answered >= this.quorum || answered + left < this.quorum));
+    return taken >= this.quorum || (taken + left < this.quorum && (answered >= this.quorum || (answered + left < this.quorum && this.heard(replies))));
+  }
+
+  /**
+   * Whether every master that is up (not known down, not silent) has answered: a no-quorum error,
+   * once decided, waits for them (they answer at once) so that it names what they did.
+   */
+  heard(replies: readonly (Reply<unknown> | undefined)[]): boolean {
+    return replies.every((reply, i) => reply !== undefined || !usable(this.masters[i]!));
   }
 
   /**
