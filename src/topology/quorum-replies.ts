@@ -134,11 +134,11 @@ export interface Named {
   readonly lastError?: () => Error | undefined;
 }
 
-/** An error's words: its message, else its code (node-redis's AggregateError of a refused connection has no message). */
+/** An error's words: its message, else its code, else its class (node-redis's TimeoutError of a command has no message). */
 function wordsOf(error: Error): string {
   const inner = (error as { errors?: unknown }).errors;
   const first = Array.isArray(inner) && inner[0] instanceof Error ? inner[0].message : undefined;
-  return error.message || first || (error as { code?: string }).code || error.name;
+  return error.message || first || (error as { code?: string }).code || (error.name === 'Error' ? error.constructor.name : error.name);
 }
 
 /** A failure to connect, or a connection that closed, as opposed to a command left unanswered. */
@@ -179,9 +179,12 @@ export function noQuorum(
   const closed = replies.some((reply) => reply && !reply.ok && reply.error instanceof LockError && reply.error.code === 'ERR_LOCK_CLOSED');
   if (closed) return new LockError('The LockClient was closed', { lockName, code: 'ERR_LOCK_CLOSED' });
   const said = replies.map((reply, i) => what(masters[i]!, reply, describe));
-  const failed = said.filter((one) => one.failure !== undefined).length;
-  const quiet = replies.flatMap((reply, i) => (reply === undefined && said[i]!.failure === undefined ? [masters[i]!.label] : []));
-  const cause = said.find((one) => one.failure !== undefined)?.failure ?? (quiet.length > 0 ? new Error(`no answer from ${quiet.join(', ')}`) : undefined);
+  const failed = said.filter((one) => one.failure !== undefined || one.words.startsWith('down')).length;
+  const quiet = replies.flatMap((reply, i) => (reply === undefined && said[i]!.words === 'no answer' ? [masters[i]!.label] : []));
+  const down = replies.flatMap((reply, i) => (reply === undefined && said[i]!.words.startsWith('down') ? [masters[i]!.label] : []));
+  const cause =
+    said.find((one) => one.failure !== undefined)?.failure ??
+    (down.length > 0 ? new Error(`the connections to ${down.join(', ')} are down`) : quiet.length > 0 ? new Error(`no answer from ${quiet.join(', ')}`) : undefined);
   const needed = `${quorumOf(masters.length)} of ${masters.length} masters needed`;
   const counts = [failed > 0 ? `${failed} unreachable or failed` : '', quiet.length > 0 ? `${quiet.length} not answering` : ''].filter(Boolean).join(', ');
   return new LockError(
