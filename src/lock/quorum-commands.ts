@@ -7,7 +7,7 @@ import type { LockKeys } from './keys.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
 import type { Renewable } from '../runtime/renewable.ts';
-import { count, gather, type Master, type Reply } from '../topology/quorum-replies.ts';
+import { count, driftMs, gather, type Master, type Reply } from '../topology/quorum-replies.ts';
 import { QuorumReads } from '../topology/quorum-reads.ts';
 
 /** What one master answered to an acquire. */
@@ -23,6 +23,8 @@ export interface AcquireResult {
   /** Each master's call (undefined where none was sent), also those still out when it was decided: the undo follows them. */
   readonly sent: readonly (Promise<MasterAcquire> | undefined)[];
   readonly gate?: { readonly pttlMs: number; readonly holder: string };
+  /** performance.now() when the attempt's validity ends (lease − drift from its send): its undo is waited for until then at most. */
+  readonly validUntil: number;
 }
 
 const acquire = defineScript(lua.quorumAcquire, (reply) => reply as number | string | [number, string]);
@@ -61,9 +63,10 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
         new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), GATE_WAIT_MS))),
       ]);
       clearTimeout(timer);
-      if (reply?.kind === 'busy') return { replies: [], sent: [], gate: reply };
+      if (reply?.kind === 'busy') return { replies: [], sent: [], gate: reply, validUntil: performance.now() };
     }
     const sent: (Promise<MasterAcquire> | undefined)[] = this.masters.map(() => undefined);
+    const validUntil = performance.now() + leaseMs - driftMs(leaseMs);
     const replies = await this.settle(
       this.masters,
       (master, i) => (sent[i] = i === gate ? first! : on(master)),
@@ -74,7 +77,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
       timeoutMs,
     );
     this.outstanding(keys.lock, owner, sent, replies);
-    return { replies, sent };
+    return { replies, sent, validUntil };
   }
 
   /** Raises the fence to `token` on the masters given (those that took the lock): true once a majority of all masters confirmed it. */
@@ -82,18 +85,18 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
     return this.confirmed(indexes, ({ runner }) => runner.run(fenceUp, [keys.lock, keys.fence], [owner, token, fenceTtlMs]));
   }
 
-  /** Re-entry on every master: entered where a majority still holds it, gone where a majority cannot. */
+  /**
+   * Re-entry on every master: entered where a majority still holds it, gone where a majority cannot;
+   * settled on every master not known down (Quorum.reentered): a re-entry that lengthens the lease
+   * resolves once every master that answers within the new lease's validity has it.
+   */
   reenter(keys: LockKeys, owner: string, believed: number, leaseMs: number | undefined, lockName: string): Promise<ReenterOutcome> {
-    return this.settle(
-      this.masters,
-      ({ runner }) => runner.run(reenter, [keys.lock, keys.fence], [owner, leaseMs ?? 0, believed]),
-      this.reentry(`Lock "${lockName}" was not re-entered`, lockName),
-    );
+    return this.reentered(({ runner }) => runner.run(reenter, [keys.lock, keys.fence], [owner, leaseMs ?? 0, believed]), leaseMs, `Lock "${lockName}" was not re-entered`, lockName);
   }
 
   /**
    * The release on every master, publishing (one unique message) on a majority (see Quorum.released),
-   * settled on every master that answers within the straggler bound (Quorum.settleAll).
+   * settled on every master that answers within 50 ms of the decision (Quorum.settleAll).
    */
   release(keys: LockKeys, owner: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome> {
     const message = this.message();
@@ -114,8 +117,8 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
    * acquire, the rollback is sent once it has: `attempt.sent`). Publishes nothing (see quorum-rollback-1.lua).
    * Resolves once the give-back has settled (Quorum.undoAfter); never rejects.
    */
-  rollback(keys: LockKeys, owner: string, attempt: Pick<AcquireResult, 'replies' | 'sent'>, only?: readonly number[]): Promise<void> {
-    return this.undoAfter(attempt.replies, attempt.sent, ({ runner }) => runner.run(rollback, [keys.lock], [owner]), only);
+  rollback(keys: LockKeys, owner: string, attempt: Pick<AcquireResult, 'replies' | 'sent' | 'validUntil'>, only?: readonly number[]): Promise<void> {
+    return this.undoAfter(attempt.replies, attempt.sent, ({ runner }) => runner.run(rollback, [keys.lock], [owner]), attempt.validUntil, only);
   }
 
   /** One flag per hold: renewed on a majority (true), or not (false); see Quorum.renewed. */

@@ -10,7 +10,7 @@ import type { RedlockShared } from '../topology/quorum-setup.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 import type { TakeOutcome } from '../runtime/attempt.ts';
 import type { LockShared, LockTopology } from './lock.ts';
-import type { AcquireResult } from './quorum-commands.ts';
+import type { AcquireResult, MasterAcquire } from './quorum-commands.ts';
 
 /** A finite wait's attempt settles this long before the wait ends, so that its cause reaches the caller. */
 const ANSWER_MARGIN_MS = 100;
@@ -79,7 +79,7 @@ export class QuorumLock implements LockTopology {
     try {
       result = await commands.acquire(keys, owner, leaseMs, runtime.fenceTtlMs, this.#shared.floor(), gate, timeoutMs);
     } catch (error) {
-      await commands.rollback(keys, owner, { replies: [], sent: [] });
+      await commands.rollback(keys, owner, { replies: [], sent: [], validUntil: performance.now() + leaseMs - driftMs(leaseMs) });
       throw error;
     }
     if (result.gate) {
@@ -112,7 +112,7 @@ export class QuorumLock implements LockTopology {
       // Settled before the caller hears of it: a rejection leaves nothing behind on the masters that answer.
       if (mayHold.length > 0) await commands.rollback(keys, owner, result, mayHold);
       if (taken.length + busy.length < quorum) {
-        throw answeredError(replies) ?? noQuorum(`Lock "${name}" was not acquired`, commands.masters, replies, name);
+        throw answeredError(replies) ?? noQuorum(`Lock "${name}" was not acquired`, commands.masters, replies, name, tookIt);
       }
       return [{ kind: 'busy', retryMs: retryAfter(busy, quorum - taken.length, runtime.leaseMs, !held) }, false];
     }
@@ -167,6 +167,9 @@ function retryAfter(busyPttls: readonly number[], needed: number, leaseMs: numbe
   const hint = (sorted[Math.max(0, needed - 1)] ?? leaseMs) + 1;
   return split ? Math.min(hint, splitRetryMs()) : hint;
 }
+
+/** What a master's answer to a failed attempt was, in a no-quorum error. */
+const tookIt = (value: MasterAcquire) => (value.kind === 'acquired' ? 'took it (given back)' : 'held elsewhere');
 
 /** The lock's shared state on a Redlock client: lock.ts's lock over the quorum's commands. */
 export function createQuorumLockShared(redlock: RedlockShared): LockShared {

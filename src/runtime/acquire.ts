@@ -1,6 +1,7 @@
 // The acquire frame every primitive shares: closed and abort checks, waitMs, the pending set that
 // close() aborts, and the attempt-sleep loop over an attempt() the primitive supplies.
 import pTimeout from 'p-timeout';
+import type { LockError } from '../errors.ts';
 import type { Runtime } from './runtime.ts';
 import { isUnreachable, leaseTooShort, timedOut, timeoutError, type WaitState, type WaitWords } from './wait-errors.ts';
 import { closedBeforeCall } from '../errors.ts';
@@ -151,6 +152,8 @@ export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Prom
   pending.add(stop);
   const state: WaitState = { unreachable: undefined, inFlight: false, sentAt: 0 };
   const waiting = request.wait(stop.signal, state);
+  /** The error the wait's timer ended it with, if it did. */
+  let timerError: LockError | undefined;
   try {
     // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
     // one without a finite wait, where only the signals can end it.
@@ -158,15 +161,22 @@ export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Prom
     return await pTimeout(waiting, {
       milliseconds: request.waitMs,
       fallback: () => {
-        throw timeoutError(runtime, request, state);
+        throw (timerError = timeoutError(runtime, request, state));
       },
       signal: stop.signal,
     });
   } catch (error) {
+    const fromTimer = error === timerError;
     stop.abort(error);
     // Whatever the wait still brings is nobody's now: give it back.
     waiting.then((value) => request.giveBack(value), noop);
-    if (request.settleMs && runtime.runner.ready) await settledWithin(waiting, request.settleMs);
+    if (runtime.quorum && state.inFlight) {
+      // Redlock: a rejection leaves nothing behind. An attempt still out settles only after its undo
+      // (bounded by its validity: docs/redlock.md#when-an-operation-settles); its outcome also names
+      // what each master did, which a timer that fired meanwhile cannot.
+      await settledWithin(waiting, runtime.leaseMs);
+      if (fromTimer && state.unreachable?.code === 'ERR_LOCK_NO_QUORUM') throw timeoutError(runtime, request, state);
+    } else if (request.settleMs && runtime.runner.ready) await settledWithin(waiting, request.settleMs);
     throw error;
   } finally {
     pending.delete(stop);

@@ -63,6 +63,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     const { quorum } = this;
     // Each master's call, also those still out when it was decided: the rollback follows them.
     const sent: Promise<MasterAcquire>[] = [];
+    const validUntil = performance.now() + leaseMs - driftMs(leaseMs);
     const replies = await this.settle(
       this.masters,
       (master, i) =>
@@ -92,15 +93,15 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     if (taken.length < quorum) {
       // Given back wherever it was not refused: taken, failed, or not answered yet (once it answers),
       // settled before the caller hears of it.
-      await this.#rollback(k, member, replies, sent, replies.flatMap((reply, i) => (valueOf(reply)?.kind === 'busy' ? [] : [i])));
-      if (taken.length + refusals.length < quorum) throw answeredError(replies) ?? noQuorum(`Lock "${lockName}" was not acquired`, this.masters, replies, lockName);
+      await this.#rollback(k, member, replies, sent, validUntil, replies.flatMap((reply, i) => (valueOf(reply)?.kind === 'busy' ? [] : [i])));
+      if (taken.length + refusals.length < quorum) throw answeredError(replies) ?? noQuorum(`Lock "${lockName}" was not acquired`, this.masters, replies, lockName, (value: MasterAcquire) => (value.kind === 'acquired' ? 'took it (given back)' : 'held elsewhere'));
       return refused(refusals, quorum - taken.length, quorum);
     }
     // The token: the largest of the majority's, confirmed on a majority before the lease is handed
     // out; when a majority proposed that very value, their acquire wrote it already.
     const token = Math.max(...tokens);
     if (tokens.filter((t) => t === token).length < quorum && !(await this.#fenceUp(k, member, token, Math.max(fenceTtlMs, leaseMs), taken, leaseMs - driftMs(leaseMs)))) {
-      await this.#rollback(k, member, replies, sent);
+      await this.#rollback(k, member, replies, sent, validUntil);
       return { kind: 'busy', hintMs: splitRetryMs(), intent: false };
     }
     if (taken.length < this.masters.length) void this.leave(k, waitId);
@@ -117,22 +118,18 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
    * attempt (`sent`). Publishes nothing (see quorum-rollback-2.lua). Resolves once the give-back has
    * settled (Quorum.undoAfter); never rejects.
    */
-  #rollback(k: RwLockKeys, member: string, replies: readonly (Reply<unknown> | undefined)[], sent: readonly Promise<unknown>[], only?: readonly number[]): Promise<void> {
-    return this.undoAfter(replies, sent, ({ runner }) => runner.run(rollback, [k.hash, k.leases], [member]), only);
+  #rollback(k: RwLockKeys, member: string, replies: readonly (Reply<unknown> | undefined)[], sent: readonly Promise<unknown>[], validUntil: number, only?: readonly number[]): Promise<void> {
+    return this.undoAfter(replies, sent, ({ runner }) => runner.run(rollback, [k.hash, k.leases], [member]), validUntil, only);
   }
 
-  /** Re-entry on every master: entered where a majority still holds it, gone where a majority cannot. */
+  /** Re-entry on every master: entered where a majority still holds it, gone where a majority cannot; settled on every master not known down (Quorum.reentered). */
   reenter(k: RwLockKeys, member: string, believed: number, leaseMs: number | undefined, lockName: string): Promise<ReenterOutcome> {
-    return this.settle(
-      this.masters,
-      ({ runner }) => runner.run(rwScripts.reenter, [k.hash, k.leases, k.fence], [member, leaseMs ?? 0, believed]),
-      this.reentry(`Lock "${lockName}" was not re-entered`, lockName),
-    );
+    return this.reentered(({ runner }) => runner.run(rwScripts.reenter, [k.hash, k.leases, k.fence], [member, leaseMs ?? 0, believed]), leaseMs, `Lock "${lockName}" was not re-entered`, lockName);
   }
 
   /**
    * The release on every master, publishing (one unique message) on a majority (see Quorum.released),
-   * settled on every master that answers within the straggler bound (Quorum.settleAll).
+   * settled on every master that answers within 50 ms of the decision (Quorum.settleAll).
    */
   release(k: RwLockKeys, member: string, believed: number, whole: boolean, lockName: string): Promise<ReleaseOutcome> {
     const message = this.message();

@@ -104,7 +104,7 @@ export class SlotCommands extends Quorum {
     floor: string,
     candidates: readonly number[],
     timeoutMs: number,
-  ): Promise<{ replies: SlotReplies; sent: readonly (Promise<MasterSlots> | undefined)[] }> {
+  ): Promise<{ replies: SlotReplies; sent: readonly (Promise<MasterSlots> | undefined)[]; validUntil: number }> {
     const args = [owner, permits, limit, leaseMs, Math.max(fenceTtlMs, leaseMs), floor, joined(candidates), this.publish, this.message()];
     const on = async ({ runner }: Master): Promise<MasterSlots> => {
       const [code, value, waitMs, ...holders] = await runner.run(acquire, [keys.sem, keys.leases, keys.fence, keys.channel], args);
@@ -113,6 +113,8 @@ export class SlotCommands extends Quorum {
     };
     // Each master's call, also those still out when the majority decided: their reply tells later what to give back.
     const sent: (Promise<MasterSlots> | undefined)[] = this.masters.map(() => undefined);
+    // The end of the attempt's validity (`timeoutMs` is lease − drift): a failed attempt's give-back is waited for until then at most.
+    const validUntil = performance.now() + timeoutMs;
     const replies = await this.settle(
       this.masters,
       (master, i) => (sent[i] = on(master)),
@@ -122,12 +124,12 @@ export class SlotCommands extends Quorum {
         const left = pending(replies);
         const possible = Math.max(0, ...[...bySlots(replies, owner).values()].map((masters) => masters.length)) + left >= this.quorum;
         const answered = count(replies, isOk);
-        return !possible && (answered >= this.quorum || answered + left < this.quorum) ? replies.slice() : undefined;
+        return !possible && (answered >= this.quorum || (answered + left < this.quorum && this.heard(replies))) ? replies.slice() : undefined;
       },
       timeoutMs,
     );
     this.outstanding(keys.sem, owner, sent, replies);
-    return { replies, sent };
+    return { replies, sent, validUntil };
   }
 
   /**
@@ -146,7 +148,7 @@ export class SlotCommands extends Quorum {
    * when a majority released it, or when some did and too few can answer "gone"; gone when a majority
    * held nothing. A lease may live on a bare majority (the masters that agreed on its slots): after
    * `timeoutMs`, one master that released it is enough, rather than waiting for a silent one. Settled
-   * on every master that answers within the straggler bound (Quorum.settleAll).
+   * on every master that answers within 50 ms of the decision (Quorum.settleAll).
    */
   release(keys: SemaphoreKeys, owner: string, name: string, timeoutMs: number): Promise<ReleaseOutcome> {
     const args = [owner, this.publish, this.message()];

@@ -60,6 +60,7 @@ function giveBackWhere(
   sent: readonly (Promise<MasterSlots> | undefined)[],
   publish: boolean,
   keeps: (taken: string) => boolean,
+  validUntil: number,
 ): Promise<void> {
   const back = slots.giveBack(keys, owner, publish);
   const settle = (i: number, reply: Reply<MasterSlots>) => {
@@ -73,7 +74,13 @@ function giveBackWhere(
       (error: unknown) => settle(i, { ok: false, error }),
     );
   });
-  return slots.undone(replies, undos);
+  return slots.undone(replies, undos, validUntil);
+}
+
+/** What a master's answer to a failed attempt was, in a no-quorum error. */
+function slotsSaid(value: MasterSlots): string {
+  if (value.kind === 'mismatch') return `keeps another limit (${value.limit})`;
+  return value.taken ? 'took it (given back)' : 'held elsewhere (no free permits)';
 }
 
 /**
@@ -104,7 +111,7 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
   override async acquire(keys: SemaphoreKeys, owner: string, permits: number, limit: number, leaseMs: number, fenceTtlMs: number): Promise<SemaphoreAcquireOutcome> {
     const slots = this.#slots;
     const { quorum } = slots;
-    const { replies, sent } = await slots.acquire(keys, owner, permits, limit, leaseMs, fenceTtlMs, this.#shared.floor(), candidates(permits, limit), leaseMs - driftMs(leaseMs));
+    const { replies, sent, validUntil } = await slots.acquire(keys, owner, permits, limit, leaseMs, fenceTtlMs, this.#shared.floor(), candidates(permits, limit), leaseMs - driftMs(leaseMs));
     const mismatch = mismatchOf(replies);
     const won = mismatch === undefined ? agreed(replies, owner, quorum) : undefined;
     if (!won) {
@@ -114,17 +121,17 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
       // itself, and find the same again).
       const seen = heldSlots(replies, limit, undefined, quorum).length > heldSlots(replies, limit, owner, quorum).length;
       // Settled before the caller hears of it: a rejection leaves nothing behind on the masters that answer.
-      await giveBackWhere(slots, keys, owner, replies, sent, seen && !retry.full, () => false);
+      await giveBackWhere(slots, keys, owner, replies, sent, seen && !retry.full, () => false, validUntil);
       if (mismatch !== undefined) return { kind: 'mismatch', limit: mismatch };
       if (count(replies, (reply) => reply.ok) < quorum) {
         const name = nameOf(keys);
-        throw answeredError(replies) ?? noQuorum(`Semaphore "${name}" was not acquired`, slots.masters, replies, name);
+        throw answeredError(replies) ?? noQuorum(`Semaphore "${name}" was not acquired`, slots.masters, replies, name, slotsSaid);
       }
       return { kind: 'busy', retryMs: retry.ms };
     }
     // Held: the masters that took other slots give them back. A late master that agrees keeps them.
     // (Not waited for: the acquire is decided, and what a minority gives back is no part of the lease.)
-    void giveBackWhere(slots, keys, owner, replies, sent, false, (taken) => taken === won.slots);
+    void giveBackWhere(slots, keys, owner, replies, sent, false, (taken) => taken === won.slots, validUntil);
     // The token: the largest of the majority's proposals, confirmed on a majority before the lease
     // is handed out (the Redlock lock's rule, docs/guarantees.md); a majority that proposed that very
     // value wrote it already.
@@ -135,7 +142,7 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
       const confirmed = await this.#shared.commands.fenceUp(fenceKeys, owner, token, Math.max(fenceTtlMs, leaseMs), won.masters).catch(() => false);
       if (!confirmed) {
         const back = slots.giveBack(keys, owner, true);
-        await slots.undone(replies, [...slots.masters.keys()].map(back));
+        await slots.undone(replies, [...slots.masters.keys()].map(back), validUntil);
         return { kind: 'busy', retryMs: splitRetryMs() - 1 };
       }
     }

@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { isDown, type SubscriberConnection } from '../port/port.ts';
 import { classify, isReplyError } from '../runtime/script.ts';
-import { count, noQuorum, type Master, type Reply } from './quorum-replies.ts';
+import { count, noQuorum, SILENT_MS, type Named, type Reply } from './quorum-replies.ts';
 
 /** Messages of Redlock releases (`rl:<nonce>:<seq>`) arrive once per master that released. */
 const REDLOCK_MESSAGE = /^rl:/;
@@ -25,7 +25,7 @@ interface Copies {
 export class FanoutConnection extends EventEmitter {
   readonly #connections: readonly SubscriberConnection[];
   readonly #quorum: number;
-  readonly #masters: readonly Pick<Master, 'label'>[];
+  readonly #masters: readonly Named[];
   readonly #copies = new Map<string, Copies>();
   /** Connections where a SUBSCRIBE failed: their first 'ready' must subscribe them. */
   readonly #missed = new Set<SubscriberConnection>();
@@ -34,13 +34,14 @@ export class FanoutConnection extends EventEmitter {
   /**
    * @param connections one subscriber connection per master (relock's own, lazily connecting)
    * @param quorum how many masters must confirm a subscription
-   * @param labels host:port of each master, for errors
+   * @param masters each master as errors name it: host:port, and its server's last connection error
    */
-  constructor(connections: readonly SubscriberConnection[], quorum: number, labels: readonly string[]) {
+  constructor(connections: readonly SubscriberConnection[], quorum: number, masters: readonly Pick<Named, 'label' | 'lastError'>[]) {
     super();
     this.#connections = connections;
     this.#quorum = quorum;
-    this.#masters = labels.map((label) => ({ label }));
+    // Down, for an error, is this subscriber connection's state.
+    this.#masters = masters.map((master, i) => ({ ...master, down: () => isDown(connections[i]!.status) }));
     for (const connection of connections) {
       let ready = false;
       connection.on('message', (channel: string, message: string) => this.#message(channel, message));
@@ -99,19 +100,38 @@ export class FanoutConnection extends EventEmitter {
   /**
    * Subscribes on every master; resolves once a majority confirmed, rejects once a majority cannot:
    * with the masters' own refusal when each failed master refused (an ACL), else with
-   * `ERR_LOCK_NO_QUORUM` naming every master that failed and why.
+   * `ERR_LOCK_NO_QUORUM` saying what each master did, once every master that is not down answered
+   * (SILENT_MS at most): a master that is up is named "subscribed", not "no answer".
    */
   subscribe(...channels: string[]): Promise<void> {
     const n = this.#connections.length;
     return new Promise<void>((resolve, reject) => {
       let ok = 0;
+      let settled = false;
+      let late = false;
+      let timer: NodeJS.Timeout | undefined;
+      let lastError: unknown;
       const replies: (Reply<void> | undefined)[] = this.#connections.map(() => undefined);
+      const check = () => {
+        if (settled || count(replies, (reply) => !reply.ok) < n - this.#quorum + 1) return;
+        const open = replies.some((reply, i) => reply === undefined && !isDown(this.#connections[i]!.status));
+        if (open && !late) {
+          timer ??= setTimeout(() => ((late = true), check()), SILENT_MS).unref();
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        const refused = replies.every((reply) => reply === undefined || reply.ok || isReplyError(reply.error));
+        // The subscriber names the channel: the masters' part of the message starts with "no quorum".
+        reject(refused ? lastError : noQuorum('', this.#masters, replies, undefined, () => 'subscribed'));
+      };
       const fail = (i: number, error: unknown) => {
         this.#missed.add(this.#connections[i]!);
-        replies[i] = { ok: false, error: isReplyError(error) ? error : classify(error, [], undefined, false) };
-        if (count(replies, (reply) => !reply.ok) !== n - this.#quorum + 1) return;
-        const refused = replies.every((reply) => reply === undefined || reply.ok || isReplyError(reply.error));
-        reject(refused ? error : noQuorum(`Cannot subscribe to ${channels.map((channel) => `"${channel}"`).join(', ')} to wait for the lock`, this.#masters, replies));
+        lastError = error;
+        // A connection failure is named by its server's own error (a refused connection), not by the client's retry limit.
+        const failure = isReplyError(error) ? error : (this.#masters[i]!.lastError?.() ?? error);
+        replies[i] = { ok: false, error: isReplyError(error) ? error : classify(failure, [], undefined, false) };
+        check();
       };
       this.#connections.forEach((connection, i) => {
         // A connection known down fails at once (it is subscribed again when it comes back).
@@ -123,6 +143,7 @@ export class FanoutConnection extends EventEmitter {
           () => {
             replies[i] = { ok: true, value: undefined };
             if (++ok === this.#quorum) resolve();
+            check();
           },
           (error: unknown) => fail(i, error),
         );

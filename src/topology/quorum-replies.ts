@@ -9,6 +9,8 @@ export interface Master {
   readonly label: string;
   /** Whether its connection is known down (reconnecting after a failure, or closed): not worth waiting for. */
   readonly down: () => boolean;
+  /** The last error of its connection (kept after it recovers: see `down`). */
+  readonly lastError: () => Error | undefined;
 }
 
 /** One master's reply: a value, or the error it failed with. */
@@ -123,26 +125,70 @@ export function answeredError(replies: readonly (Reply<unknown> | undefined)[]):
   return undefined;
 }
 
+/** A master as an error names it: its host:port, and (when known) whether it is down and why. */
+export interface Named {
+  readonly label: string;
+  /** Whether its connection is known down. */
+  readonly down?: () => boolean;
+  /** The last error of its connection, if any (the failure to name when it is down). */
+  readonly lastError?: () => Error | undefined;
+}
+
+/** An error's words: its message, else its code, else its class (node-redis's TimeoutError of a command has no message). */
+function wordsOf(error: Error): string {
+  const inner = (error as { errors?: unknown }).errors;
+  const first = Array.isArray(inner) && inner[0] instanceof Error ? inner[0].message : undefined;
+  return error.message || first || (error as { code?: string }).code || (error.name === 'Error' ? error.constructor.name : error.name);
+}
+
+/** A failure to connect, or a connection that closed, as opposed to a command left unanswered. */
+const CONNECTION_FAILURE = /connect|connection|ECONN|EHOSTUNREACH|ENOTFOUND|closed|socket/i;
+
+/** What one master did, in a no-quorum error's words, and the failure behind it (if it failed). */
+function what(master: Named, reply: Reply<unknown> | undefined, describe: ((value: never) => string) | undefined): { words: string; failure?: Error } {
+  const down = master.down?.() ?? false;
+  // A connection's last error is kept after it recovers: it names why only while the master is down.
+  const recorded = down ? master.lastError?.() : undefined;
+  // (An error without words, which some clients record for a command that failed offline, names nothing.)
+  const last = recorded && (recorded.message || (recorded as { code?: string }).code) ? recorded : undefined;
+  if (reply === undefined) return down ? { words: `down (${last ? wordsOf(last) : 'its connection is down'})`, ...(last ? { failure: last } : {}) } : { words: 'no answer' };
+  if (reply.ok) return { words: describe ? describe(reply.value as never) : 'answered' };
+  const { error } = reply;
+  const failure = error instanceof Error ? error : new Error(String(error));
+  if (!(error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE')) return { words: `error (${errorMessage(error)})`, failure };
+  // Unreachable: the connection's own error says why (a refused connection), else the error's cause.
+  const cause = last ?? (failure.cause instanceof Error ? failure.cause : undefined);
+  const why = wordsOf(cause ?? failure).replace(/^Redis could not be reached: /, '');
+  return { words: down || CONNECTION_FAILURE.test(why) ? `down (${why})` : `no answer (${why})`, failure: cause ?? failure };
+}
+
 /**
- * The error of an operation that could not reach a majority: it names each master that failed
- * (host:port and why) or did not answer in time, and those that answered.
+ * The error of an operation that could not reach a majority (ERR_LOCK_NO_QUORUM): it says, for each
+ * master (host:port), what happened there: "down (why)", "no answer", "error (the error it answered)",
+ * or what its answer was (`describe`: "took it", "held elsewhere"...; "answered" without one). Its
+ * cause is a failure of one of the masters (a refused connection...), never a healthy one's state.
+ * `what` may be '' (the message then starts with "no quorum").
  */
-export function noQuorum(what: string, masters: readonly Pick<Master, 'label'>[], replies: readonly (Reply<unknown> | undefined)[], lockName?: string): LockError {
-  const failed: string[] = [];
-  const answered: string[] = [];
-  replies.forEach((reply, i) => {
-    const label = masters[i]!.label;
-    if (reply === undefined) failed.push(`${label} (no answer yet)`);
-    else if (!reply.ok) failed.push(`${label} (${errorMessage(reply.error).replace(/^Redis could not be reached: /, '')})`);
-    else answered.push(label);
-  });
-  const quorum = quorumOf(masters.length);
+export function noQuorum(
+  what_: string,
+  masters: readonly Named[],
+  replies: readonly (Reply<unknown> | undefined)[],
+  lockName?: string,
+  describe?: (value: never) => string,
+): LockError {
   const closed = replies.some((reply) => reply && !reply.ok && reply.error instanceof LockError && reply.error.code === 'ERR_LOCK_CLOSED');
   if (closed) return new LockError('The LockClient was closed', { lockName, code: 'ERR_LOCK_CLOSED' });
-  const first = replies.find((reply) => reply && !reply.ok) as { error: unknown } | undefined;
+  const said = replies.map((reply, i) => what(masters[i]!, reply, describe));
+  const failed = said.filter((one) => one.failure !== undefined || one.words.startsWith('down')).length;
+  const quiet = replies.flatMap((reply, i) => (reply === undefined && said[i]!.words === 'no answer' ? [masters[i]!.label] : []));
+  const down = replies.flatMap((reply, i) => (reply === undefined && said[i]!.words.startsWith('down') ? [masters[i]!.label] : []));
+  const cause =
+    said.find((one) => one.failure !== undefined)?.failure ??
+    (down.length > 0 ? new Error(`the connections to ${down.join(', ')} are down`) : quiet.length > 0 ? new Error(`no answer from ${quiet.join(', ')}`) : undefined);
+  const needed = `${quorumOf(masters.length)} of ${masters.length} masters needed`;
+  const counts = [failed > 0 ? `${failed} unreachable or failed` : '', quiet.length > 0 ? `${quiet.length} not answering` : ''].filter(Boolean).join(', ');
   return new LockError(
-    `${what}: no quorum (${quorum} of ${masters.length} masters needed, ${answered.length} answered): servers unreachable: ${failed.join(', ')}` +
-      (answered.length > 0 ? `; answered: ${answered.join(', ')}` : ''),
-    { lockName, code: 'ERR_LOCK_NO_QUORUM', cause: first?.error },
+    `${what_ ? `${what_}: ` : ''}no quorum (${needed}${counts ? `; ${counts}` : ''}): ${said.map((one, i) => `${masters[i]!.label} ${one.words}`).join(', ')}`,
+    { lockName, code: 'ERR_LOCK_NO_QUORUM', ...(cause ? { cause } : {}) },
   );
 }

@@ -53,7 +53,8 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
       new FanoutConnection(
         ports.map((port) => port.openSubscriber()),
         quorum,
-        options.servers.map((server) => server.label),
+        // Each master as an error names it: a subscriber connection that is down fails for its server's reason.
+        ports.map((port, i) => ({ label: options.servers[i]!.label, lastError: () => port.lastError })),
       ) as unknown as SubscriberConnection,
   });
   const masters = ports.map(
@@ -61,6 +62,7 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
       runner: new ScriptRunner(port, runtime.closed),
       label: options.servers[i]!.label,
       down: () => isDown(port.status),
+      lastError: () => port.lastError,
     }),
   );
   const commands: RedlockCommands = new RedlockCommands(masters, runtime.publish);

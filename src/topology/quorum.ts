@@ -1,21 +1,28 @@
-// The quorum seam: one script or read on every master at once, decided by the majority as soon as the
-// replies decide it (a slow or unreachable minority holds an operation up for the straggler bound at
-// most), and the rule of when an operation settles (a failed attempt's undo, a release's write).
+// The quorum seam: one script or read on every master at once, decided once a majority of the masters
+// agrees on its outcome, or once none can (a slow master is waited for while its answer can still
+// make the majority, within the operation's validity), and the rule of when an operation settles (a
+// failed attempt's undo, a release's write, a re-entry's new lease).
 import { randomUUID } from 'node:crypto';
-import { LockError } from '../errors.ts';
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import { isReplyError } from '../runtime/script.ts';
 import { noop, settledWithin } from '../runtime/waits.ts';
-import { answeredError, count, gather, noQuorum, pending, quorumOf, SILENT_MS, type Decide, type Master, type Reply } from './quorum-replies.ts';
+import { answeredError, count, driftMs, gather, noQuorum, pending, quorumOf, SILENT_MS, type Decide, type Master, type Reply } from './quorum-replies.ts';
 
 /** Where the masters were split between owners, how soon to try again: a few ms, at random (no lockstep). */
 export const splitRetryMs = (): number => 2 + Math.floor(Math.random() * 10);
 
 /**
- * How long the masters that have not answered get once a majority answered without deciding (taken
- * on one, refused on another; a hold renewed on one, absent on another): Redlock's small per-master
- * timeout. A silent master (a partition) would otherwise hold such a call up until the command timeout.
+ * How long, once a release is decided, the masters that have not answered its write yet are waited
+ * for (each also until it is known down or silent): a release was sent to every master, and one that
+ * answers later gives the hold up then; this only bounds how long the caller waits for it.
  */
-const STRAGGLER_MS = 50;
+const RELEASE_SETTLE_MS = 50;
+
+/** How often a wait for an undo looks whether its master went silent or down. */
+const SILENCE_CHECK_MS = 100;
+
+/** Whether a master is worth waiting for: not known down, and not silent for SILENT_MS. */
+const usable = (master: Master) => !master.down() && !master.runner.silentFor(SILENT_MS);
 
 /**
  * What the commands of every Redlock lock kind share: the masters and their majority, unique release
@@ -106,59 +113,55 @@ export class Quorum {
    * SILENT_MS without a reply: a partition or a frozen server keeps its connection up).
    */
   usable(i: number): boolean {
-    const master = this.masters[i]!;
-    return !master.down() && !master.runner.silentFor(SILENT_MS);
+    return usable(this.masters[i]!);
   }
 
   /**
-   * gather() with Redlock's small per-master timeout: once a majority of the masters given answered
-   * without deciding, the rest get STRAGGLER_MS more, then count as not answering (what a straggler
-   * does later is the caller's to account for: a failed acquire is rolled back on it).
+   * gather() by the majority's rule (see docs/redlock.md#a-decision-needs-a-majority-that-agrees):
+   * `decide` settles the call once a majority of the masters agrees on an outcome, or once no outcome
+   * can have one any more; until then a master that answers late is waited for, up to `timeoutMs`
+   * (the operation's validity: what is left of the lease or of the attempt), after which the replies
+   * so far decide as if every master had answered. Masters not answered by then are not waited for (a
+   * failed acquire is rolled back on them when they answer).
    */
   settle<R, D>(masters: readonly Master[], call: (master: Master, index: number) => Promise<R>, decide: Decide<R, D>, timeoutMs?: number, failFast = true): Promise<D> {
-    let cutOff: (() => void) | undefined;
-    const cut = new Promise<never>((_, reject) => {
-      const error = () => new LockError(`Redis could not be reached: no answer within ${STRAGGLER_MS} ms of a majority's`, { code: 'ERR_LOCK_UNREACHABLE' });
-      cutOff = () => setTimeout(() => reject(error()), STRAGGLER_MS).unref();
-    });
-    cut.catch(() => undefined);
-    const majority = quorumOf(masters.length);
-    return gather(
-      masters,
-      (master, i) => Promise.race([call(master, i), cut]),
-      (replies, done) => {
-        const decided = decide(replies, done);
-        if (decided === undefined && cutOff && count(replies, (reply) => reply.ok) >= majority) {
-          cutOff();
-          cutOff = undefined;
-        }
-        return decided;
-      },
-      failFast,
-      timeoutMs,
-    );
+    return gather(masters, call, decide, failFast, timeoutMs);
   }
 
   /**
-   * settle() for a write that must be settled on every master, not only decided (a release): once
-   * `decide` has decided, it still waits for each master that has not answered, unless known down,
-   * until the straggler cut (STRAGGLER_MS once a majority answered), or `timeoutMs`. So when a
-   * release resolves, every master that answers within the straggler bound has given the hold up
-   * (see docs/redlock.md#when-an-operation-settles).
+   * settle() for a write that must be settled on every master, not only decided (a release, a re-entry
+   * that lengthens the lease): once `decide` has decided, it still waits for each master that has not
+   * answered, unless known down or silent, for `afterMs` more at most (or until `timeoutMs`). So when it
+   * resolves, every master that answers within that bound has the write (see
+   * docs/redlock.md#when-an-operation-settles).
    */
-  settleAll<R, D>(masters: readonly Master[], call: (master: Master, index: number) => Promise<R>, decide: Decide<R, D>, timeoutMs?: number, failFast = true): Promise<D> {
-    let decided: D | undefined;
-    return this.settle(
+  async settleAll<R, D>(
+    masters: readonly Master[],
+    call: (master: Master, index: number) => Promise<R>,
+    decide: Decide<R, D>,
+    timeoutMs?: number,
+    failFast = true,
+    afterMs = RELEASE_SETTLE_MS,
+  ): Promise<D> {
+    const calls: (Promise<R> | undefined)[] = masters.map(() => undefined);
+    const replied: boolean[] = masters.map(() => false);
+    const decided = await this.settle(
       masters,
-      call,
-      (replies, done) => {
-        decided ??= decide(replies, done);
-        if (decided === undefined) return undefined;
-        return done || replies.every((reply, i) => reply !== undefined || masters[i]!.down()) ? decided : undefined;
+      (master, i) => {
+        const made = (calls[i] = call(master, i));
+        void made.then(
+          () => (replied[i] = true),
+          () => (replied[i] = true),
+        );
+        return made;
       },
+      decide,
       timeoutMs,
       failFast,
     );
+    const until = performance.now() + afterMs;
+    await Promise.all(calls.map((made, i) => (made === undefined || replied[i] ? undefined : this.#landed(made, masters[i]!, until))));
+    return decided;
   }
 
   /**
@@ -166,11 +169,13 @@ export class Quorum {
    * settled (undone): at once where the master answered the attempt, else once it does (`sent[i]`, its
    * call, settles either way). An undo sent while the attempt is out could overtake it: the attempt's
    * EVALSHA answered NOSCRIPT and sent again as EVAL after an undo whose script the master had.
+   * `validUntil` (performance.now()) is the end of the attempt's validity: see undone().
    */
   undoAfter(
     replies: readonly (Reply<unknown> | undefined)[],
     sent: readonly (Promise<unknown> | undefined)[],
     undo: (master: Master) => Promise<unknown>,
+    validUntil: number,
     only?: readonly number[],
   ): Promise<void> {
     const undos: (Promise<unknown> | undefined)[] = this.masters.map(() => undefined);
@@ -179,38 +184,73 @@ export class Quorum {
       const out = replies[i] === undefined ? sent[i] : undefined;
       undos[i] = out ? out.then(() => undo(master), () => undo(master)) : undo(master);
     }
-    return this.undone(replies, undos);
+    return this.undone(replies, undos, validUntil);
   }
 
   /**
    * Waits until the undo of a failed attempt has settled (see docs/redlock.md#when-an-operation-settles):
    * `undos[i]` is what master i was sent to give back what the attempt took (undefined: nothing to give
-   * back), and `replies` what the masters had answered to the attempt when it was decided. A master that
-   * answered gets until its undo is answered (SILENT_MS at most: a master silent that long is taken for
-   * a partition); one that had not answered yet, and is not known down, STRAGGLER_MS (the straggler
-   * bound); one that failed (down, refused, cut off as a straggler), nothing: its undo lands on its own,
-   * after the attempt on the same connection. Never rejects.
+   * back), and `replies` what the masters had answered to the attempt when it was decided. Every master
+   * that may have taken it and is not known down is waited for until its undo is answered (a master that
+   * refused the attempt with an error of its own took nothing), until `validUntil` (performance.now())
+   * at most: the end of the attempt's validity, after which what it took there ends with its lease
+   * anyway. A master known down, or silent (a partition, a frozen server: see usable), is not waited
+   * for: its undo lands on its own, after the attempt on the same connection. Never rejects.
    */
-  async undone(replies: readonly (Reply<unknown> | undefined)[], undos: readonly (Promise<unknown> | undefined)[]): Promise<void> {
+  async undone(replies: readonly (Reply<unknown> | undefined)[], undos: readonly (Promise<unknown> | undefined)[], validUntil: number): Promise<void> {
     const waits = undos.flatMap((undo, i) => {
       if (undo === undefined) return [];
       const reply = replies[i];
-      const boundMs = reply?.ok ? SILENT_MS : reply === undefined && !this.masters[i]!.down() ? STRAGGLER_MS : undefined;
+      const mayHold = reply === undefined || reply.ok || !isReplyError(reply.error);
       // An undo nobody waits for fails unheard: the lease ends there with its time.
-      if (boundMs === undefined) undo.catch(noop);
-      return boundMs === undefined ? [] : [settledWithin(undo, boundMs)];
+      if (!mayHold || this.masters[i]!.down()) {
+        undo.catch(noop);
+        return [];
+      }
+      return [this.#landed(undo, this.masters[i]!, validUntil)];
     });
     await Promise.all(waits);
   }
 
   /**
+   * Waits for `write` on `master` until it settles, the master is known down or silent (SILENT_MS
+   * without a reply: a partition or a frozen server, which no wait of ours makes answer sooner), or
+   * `until` (performance.now()). Silence is judged after the replies already received are read
+   * (setImmediate), so that a busy event loop does not pass for a silent master.
+   */
+  async #landed(write: Promise<unknown>, master: Master, until: number): Promise<void> {
+    let settled = false;
+    void write.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    for (;;) {
+      const leftMs = until - performance.now();
+      if (leftMs <= 0) return;
+      await settledWithin(write, Math.min(SILENCE_CHECK_MS, leftMs));
+      if (settled) return;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (settled || !usable(master)) return;
+    }
+  }
+
+  /**
    * Whether an acquire's replies so far decide it: a majority took it; or it cannot be taken, and
-   * either a majority answered (it is held) or too few can still answer (no quorum: the error must say which).
+   * either a majority answered (it is held) or too few can still answer (no quorum: once every master
+   * that is up answered, so that the error says what each did).
    */
   acquireDecided(replies: readonly (Reply<unknown> | undefined)[], taken: number): boolean {
     const answered = count(replies, (reply) => reply.ok);
     const left = pending(replies);
-    return taken >= this.quorum || (taken + left < this.quorum && (answered >= this.quorum || answered + left < this.quorum));
+    return taken >= this.quorum || (taken + left < this.quorum && (answered >= this.quorum || (answered + left < this.quorum && this.heard(replies))));
+  }
+
+  /**
+   * Whether every master that is up (not known down, not silent) has answered: a no-quorum error,
+   * once decided, waits for them (they answer at once) so that it names what they did.
+   */
+  heard(replies: readonly (Reply<unknown> | undefined)[]): boolean {
+    return replies.every((reply, i) => reply !== undefined || !usable(this.masters[i]!));
   }
 
   /**
@@ -228,6 +268,16 @@ export class Quorum {
       },
       timeoutMs,
     ).catch(() => false);
+  }
+
+  /**
+   * A re-entry's script on every master, decided by `reentry`, then settled on every master not known
+   * down (settleAll): within the validity of the lease it gives (`leaseMs`: when the re-entry resolves,
+   * every master that answers in that time has the longer lease), else within RELEASE_SETTLE_MS.
+   */
+  reentered(call: (master: Master) => Promise<ReenterOutcome>, leaseMs: number | undefined, what: string, lockName: string): Promise<ReenterOutcome> {
+    const afterMs = leaseMs === undefined ? RELEASE_SETTLE_MS : leaseMs - driftMs(leaseMs);
+    return this.settleAll(this.masters, call, this.reentry(what, lockName), undefined, true, afterMs);
   }
 
   /** Re-entry: entered where a majority still holds it (the largest count), gone where a majority cannot. */
@@ -260,21 +310,21 @@ export class Quorum {
   }
 
   /**
-   * Renewal, one flag per hold: renewed on a majority (true), or not (false: held by too few, or, once
-   * a majority answered, not renewed on a majority by then: a hold on one live master and a silent
-   * one cannot be kept, and one undecided hold must not stall the renewal of all). When fewer than a
-   * majority answer, the batch fails: the watchdog tries again, and each hold's deadline ends it if
-   * no majority comes back in time.
+   * Renewal, one flag per hold: renewed when a majority of masters renewed it (true); not renewed
+   * (false) once that can no longer happen: too few masters renewed it and too few are left to answer
+   * (refused, failed or known down). A master that answers late is waited for while its "renewed" can
+   * still make the majority: a slow master is no loss. When the batch's bound (`timeoutMs`) ends with
+   * a hold still open that way, the batch fails: the watchdog tries again, and each hold's deadline
+   * ends it if no majority renews it in time.
    */
   renewed(holds: number, what: string): Decide<readonly boolean[], boolean[]> {
-    const n = this.masters.length;
     return (replies, done) => {
       const flags: boolean[] = [];
+      const left = pending(replies);
       for (let i = 0; i < holds; i++) {
         const yes = count(replies, (reply) => reply.ok && reply.value[i] === true);
-        const no = count(replies, (reply) => reply.ok && reply.value[i] === false);
         if (yes >= this.quorum) flags.push(true);
-        else if (no > n - this.quorum || (done && count(replies, (reply) => reply.ok) >= this.quorum)) flags.push(false);
+        else if (yes + left < this.quorum) flags.push(false);
         else if (done) throw noQuorum(what, this.masters, replies);
         else return undefined;
       }

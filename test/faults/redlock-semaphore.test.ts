@@ -34,6 +34,8 @@ export interface PermitReport {
   /** Sections whose token is not above the token of a section that began before their acquire was called. */
   readonly outOfOrder: number;
   readonly lost: number;
+  /** Sections lost by a renewal's answer (see RedlockReport). */
+  readonly lostByAnswer: number;
   readonly longestWaitMs: number;
 }
 
@@ -65,6 +67,7 @@ export function checkPermits(sections: readonly PermitSection[], permits: number
     mostHeld: peak(entries, weight),
     outOfOrder,
     lost: sections.filter((section) => section.lost).length,
+    lostByAnswer: sections.filter((section) => section.lostBy === 'answer').length,
     longestWaitMs: sections.reduce((most, section) => Math.max(most, section.start - section.asked), 0),
   };
 }
