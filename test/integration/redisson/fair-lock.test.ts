@@ -8,6 +8,14 @@ import { eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { onEveryDeployment, sleep } from '../../helpers/redisson/deployment.ts';
 
 onEveryDeployment('layout redisson: fairLock() with RFairLock', (it, d) => {
+  /** A fresh name whose RFairLock a Java thread holds, its queue keys, and a relock client. */
+  const heldByJava = async () => {
+    const name = uniqueName('interop-fair');
+    const java = d.java();
+    await java.fairLock(name).lock(1);
+    return { name, queue: `redisson_lock_queue:{${name}}`, timeouts: `redisson_lock_timeout:{${name}}`, java, node: d.relock() };
+  };
+
   it('serves waiters of both sides in the order they queued, each woken by a message', async () => {
     const name = uniqueName('interop-fair');
     const queue = `redisson_lock_queue:{${name}}`;
@@ -68,12 +76,7 @@ onEveryDeployment('layout redisson: fairLock() with RFairLock', (it, d) => {
   });
 
   it('never queues a try (tryAcquire, waitMs 0), as Redisson\'s tryLock() without a wait', async () => {
-    const name = uniqueName('interop-fair');
-    const queue = `redisson_lock_queue:{${name}}`;
-    const timeouts = `redisson_lock_timeout:{${name}}`;
-    const java = d.java();
-    await java.fairLock(name).lock(1);
-    const node = d.relock();
+    const { name, queue, timeouts, java, node } = await heldByJava();
     assert.is(await node.fairLock(name).tryAcquire(), null);
     const error = await node
       .fairLock(name)
@@ -91,12 +94,7 @@ onEveryDeployment('layout redisson: fairLock() with RFairLock', (it, d) => {
   });
 
   it('queues every relock waiter with fairLockWaitTimeout whatever its waitMs: deadlines spaced as Java\'s', async () => {
-    const name = uniqueName('interop-fair');
-    const queue = `redisson_lock_queue:{${name}}`;
-    const timeouts = `redisson_lock_timeout:{${name}}`;
-    const java = d.java();
-    await java.fairLock(name).lock(1);
-    const node = d.relock();
+    const { name, queue, timeouts, java, node } = await heldByJava();
     const waits = [node.fairLock(name).acquire({ waitMs: 5_000 }), node.fairLock(name).acquire({ waitMs: 5_000 })];
     await eventually(async () => Number(await d.call(name, 'LLEN', queue)) === 2, 'both relock waiters queued');
     const [first, second] = (await d.call(name, 'LRANGE', queue, 0, -1)) as string[];
