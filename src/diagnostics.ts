@@ -1,6 +1,6 @@
 // Every node:diagnostics_channel relock publishes on, in one object. Each publication sits behind
 // `hasSubscribers`, so nothing is built for a channel nobody listens to.
-import { channel, tracingChannel } from 'node:diagnostics_channel';
+import { channel, tracingChannel, type TracingChannel } from 'node:diagnostics_channel';
 
 /** The kinds of lock a diagnostics message can be about. */
 export type LockKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'multi-lock';
@@ -94,6 +94,16 @@ export const diagnostics = {
 };
 
 /**
+ * Whether a tracing channel has subscribers. Bun (1.4) has no `TracingChannel#hasSubscribers`
+ * (undefined): there its five channels are asked one by one.
+ */
+function traced(tracing: TracingChannel<unknown, object>): boolean {
+  const { hasSubscribers } = tracing as { hasSubscribers?: boolean };
+  if (hasSubscribers !== undefined) return hasSubscribers;
+  return [tracing.start, tracing.end, tracing.asyncStart, tracing.asyncEnd, tracing.error].some((part) => part.hasSubscribers);
+}
+
+/**
  * Traces an acquire when someone listens; sets `fencingToken` and `waitedMs` on the context on
  * success. `fn` gets the context (to set `queuedAt`), or undefined when nobody listens.
  */
@@ -103,7 +113,7 @@ export function traceAcquire<T extends { readonly fencingToken: number }>(
   clientId: string,
   fn: (trace?: AcquireTraceContext) => Promise<T>,
 ): Promise<T> {
-  if (!diagnostics.acquire.hasSubscribers) return fn();
+  if (!traced(diagnostics.acquire)) return fn();
   const context: AcquireTraceContext = { name, kind, clientId };
   const startedAt = performance.now();
   return diagnostics.acquire.tracePromise(async () => {
@@ -116,6 +126,6 @@ export function traceAcquire<T extends { readonly fencingToken: number }>(
 
 /** Traces a release when someone listens. */
 export function traceRelease(name: string, kind: LockKind, clientId: string, fn: () => Promise<void>): Promise<void> {
-  if (!diagnostics.release.hasSubscribers) return fn();
+  if (!traced(diagnostics.release)) return fn();
   return diagnostics.release.tracePromise(fn, { name, kind, clientId });
 }

@@ -1,6 +1,7 @@
 // The server matrix (npm run test:servers): the contract suites of every kind, Redlock, Cluster, the
-// short fault run and the Redisson interop suites, on each server of the matrix that npm test does not cover (it runs the machine's
-// Redis 7.0). scripts/servers.sh brings each server into .servers/<name>/bin (its redis-server and
+// short fault run, the Redisson interop suites and the refusal of a server without Lua, on each server
+// of the matrix that npm test does not cover (it runs the machine's Redis 7.0): Valkey 8.0, 8.1 and
+// 9.1, Redis 6.0 and 8.0. scripts/servers.sh brings each server into .servers/<name>/bin (its redis-server and
 // redis-cli), which goes first on the PATH of that server's run; RELOCK_SERVER names it to the tests.
 // Prints a line per server and suite group, then "N passed, N failed" over all of them.
 // Usage: node --import tsx test/servers.ts [server ...] [-- group ...]
@@ -10,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { report, runCell, type Counts } from './matrix.ts';
 
 const root = dirname(fileURLToPath(import.meta.url));
-const SERVERS = ['valkey-8.0', 'redis-6.0'];
+const SERVERS = ['valkey-8.0', 'redis-6.0', 'redis-8.0', 'valkey-8.1', 'valkey-9.1'];
 /** Suite groups by the name the matrix prints: a folder or files under test/, as test/run.ts takes them. */
 const GROUPS: Record<string, readonly string[]> = {
   contract: ['contract'],
@@ -21,6 +22,8 @@ const GROUPS: Record<string, readonly string[]> = {
   'faults-short': ['faults-short'],
   // relock's Redisson layout against the Redisson stand-in (docs/redisson.md): plain pub/sub on Redis 6.0's Cluster.
   'integration/redisson': ['integration/redisson', 'layouts'],
+  // A server without Lua (scripting renamed away; on Valkey 9, its lua module unloaded) refused at first use.
+  'no-lua': ['integration/no-scripting.test.ts'],
 };
 
 const argv = process.argv.slice(2);
