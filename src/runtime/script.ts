@@ -60,8 +60,8 @@ export function isAclError(error: unknown): boolean {
 }
 
 /**
- * A server that runs no Lua: scripting commands renamed away or absent ("unknown command 'evalsha'",
- * as Garnet without Lua and some proxies answer), or Valkey 9 with its `lua` engine module unloaded.
+ * A server that runs no Lua: scripting commands renamed away or absent ("unknown command 'evalsha'"),
+ * or Valkey 9 with its `lua` engine module unloaded ("Could not find scripting engine 'lua'").
  */
 export function isNoScripting(error: unknown): boolean {
   return /unknown command [`'"]?(evalsha|eval)\b|could not find scripting engine/i.test(errorMessage(error));

@@ -1,6 +1,6 @@
-// A server that runs no Lua (issue 32, point 3): scripting commands renamed away (as Garnet's default
-// and some proxies answer: "unknown command"), and Valkey 9's Lua engine module unloaded ("Could not
-// find scripting engine"). Every kind's first use rejects with ERR_LOCK_NO_SCRIPTING, a message that
+// A server that runs no Lua (issue 32, point 3): scripting commands renamed away ("unknown command",
+// as a server or proxy without scripting answers), and Valkey 9's Lua engine module unloaded ("Could
+// not find scripting engine"). Every kind's first use rejects with ERR_LOCK_NO_SCRIPTING, a message that
 // says so, nothing written: never a hang, never the raw reply error.
 import { execFileSync } from 'node:child_process';
 import * as assert from 'uvu/assert';
