@@ -4,9 +4,10 @@
 // says so, nothing written: never a hang, never the raw reply error.
 import { execFileSync } from 'node:child_process';
 import * as assert from 'uvu/assert';
-import { LockError, type LockClient } from '../../src/index.ts';
+import { LockClient, LockError } from '../../src/index.ts';
 import { applicableOnly, describe, rejects, uniqueName, within } from '../helpers/describe.ts';
 import { setup, type Suite } from '../helpers/fixture.ts';
+import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
 
 /** The first use of every kind, each expected to reject with ERR_LOCK_NO_SCRIPTING within 5 s. */
 function firstUses(client: LockClient): [string, () => Promise<unknown>][] {
@@ -33,9 +34,24 @@ async function refusesEveryKind(s: Suite, answer: RegExp): Promise<void> {
   assert.is(await s.f.admin.dbsize(), 0, 'nothing was written');
 }
 
+const NO_SCRIPTING = ['EVAL', 'EVALSHA', 'SCRIPT', 'FUNCTION', 'FCALL'].flatMap((command) => ['--rename-command', command, '']);
+
 describe('a server without Lua: scripting commands renamed away', (it) => {
-  const s = setup(it, {}, {}, { private: true, args: ['EVAL', 'EVALSHA', 'SCRIPT', 'FUNCTION', 'FCALL'].flatMap((command) => ['--rename-command', command, '']) });
+  const s = setup(it, {}, {}, { private: true, args: NO_SCRIPTING });
   it('refuses the first use of every kind with ERR_LOCK_NO_SCRIPTING, nothing written', () => refusesEveryKind(s, /unknown command/i));
+
+  it('refuses a Redlock acquire over masters without Lua with ERR_LOCK_NO_SCRIPTING', async () => {
+    const others: RedisServer[] = [await startPrivateRedis({ args: NO_SCRIPTING }), await startPrivateRedis({ args: NO_SCRIPTING })];
+    const client = new LockClient({ redis: [s.f.server.url, ...others.map((server) => server.url)] });
+    try {
+      const error = await within(rejects(client.lock(uniqueName()).acquire({ waitMs: 2_000 })), 5_000, 'the Redlock acquire');
+      assert.instance(error, LockError, String(error));
+      assert.is(error.code, 'ERR_LOCK_NO_SCRIPTING', error.message);
+    } finally {
+      await client.close();
+      for (const server of others) await server.stop();
+    }
+  });
 });
 
 // Valkey 9 runs Lua as a module of its own ("lua"), which MODULE UNLOAD takes away.
