@@ -34,7 +34,8 @@ async function refusesEveryKind(s: Suite, answer: RegExp): Promise<void> {
   assert.is(await s.f.admin.dbsize(), 0, 'nothing was written');
 }
 
-const NO_SCRIPTING = ['EVAL', 'EVALSHA', 'SCRIPT', 'FUNCTION', 'FCALL'].flatMap((command) => ['--rename-command', command, '']);
+// The commands of Lua scripting since Redis 2.6 (FUNCTION and FCALL, Redis 7, would stop Redis 6.0 from starting).
+const NO_SCRIPTING = ['EVAL', 'EVALSHA', 'SCRIPT'].flatMap((command) => ['--rename-command', command, '']);
 
 describe('a server without Lua: scripting commands renamed away', (it) => {
   const s = setup(it, {}, {}, { private: true, args: NO_SCRIPTING });
