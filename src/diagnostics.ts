@@ -1,6 +1,6 @@
 // Every node:diagnostics_channel relock publishes on, in one object. Each publication sits behind
 // `hasSubscribers`, so nothing is built for a channel nobody listens to.
-import { channel, tracingChannel } from 'node:diagnostics_channel';
+import { channel, tracingChannel, type TracingChannel } from 'node:diagnostics_channel';
 import type { Lease } from './api.ts';
 
 /** The kinds of lock a diagnostics message can be about. */
@@ -125,6 +125,16 @@ export interface Acquirer {
 }
 
 /**
+ * Whether a tracing channel has subscribers. Bun (1.4) has no `TracingChannel#hasSubscribers`
+ * (undefined): there its five channels are asked one by one.
+ */
+function traced(tracing: TracingChannel<unknown, object>): boolean {
+  const { hasSubscribers } = tracing as { hasSubscribers?: boolean };
+  if (hasSubscribers !== undefined) return hasSubscribers;
+  return [tracing.start, tracing.end, tracing.asyncStart, tracing.asyncEnd, tracing.error].some((part) => part.hasSubscribers);
+}
+
+/**
  * Traces an acquire when someone listens; sets `fencingToken` and `waitedMs` on the context on
  * success. `fn` gets the context (to set `queuedAt`), or undefined when nobody listens.
  */
@@ -133,7 +143,7 @@ export function traceAcquire<T extends { readonly fencingToken: number }>(
   tryAcquire: boolean,
   fn: (trace?: AcquireTraceContext) => Promise<T>,
 ): Promise<T> {
-  if (!diagnostics.acquire.hasSubscribers) return fn();
+  if (!traced(diagnostics.acquire)) return fn();
   const { name, kind, clientId, traits } = who;
   const context: AcquireTraceContext = { name, kind, clientId, topology: traits.topology, layout: traits.layout, ...(tryAcquire && { tryAcquire: true }) };
   const startedAt = performance.now();
@@ -147,6 +157,6 @@ export function traceAcquire<T extends { readonly fencingToken: number }>(
 
 /** Traces the release of `lease` when someone listens. */
 export function traceRelease(lease: Lease, kind: LockKind, clientId: string, fn: () => Promise<void>): Promise<void> {
-  if (!diagnostics.release.hasSubscribers) return fn();
+  if (!traced(diagnostics.release)) return fn();
   return diagnostics.release.tracePromise(fn, { name: lease.name, kind, clientId, lease });
 }

@@ -41,7 +41,9 @@ export type LockErrorCode =
   /** A context that holds a read lock asked for the write lock of the same read-write lock: refused at once (an upgrade could deadlock). */
   | 'ERR_LOCK_UPGRADE'
   /** An acquire with `replicas` set took the lock, but fewer replicas acknowledged it (WAIT) within `replicaTimeoutMs`: the lock was given back. */
-  | 'ERR_LOCK_REPLICATION';
+  | 'ERR_LOCK_REPLICATION'
+  /** The server runs no Lua scripts (`EVALSHA`/`EVAL` unknown, or Valkey 9 without its `lua` module), which every kind needs. */
+  | 'ERR_LOCK_NO_SCRIPTING';
 
 /** What every relock error's constructor takes besides the message. */
 export interface LockErrorOptions {

@@ -192,12 +192,23 @@ export function checkRedis(value: unknown): string | AnyRedisClient | RedisConne
   if (typeof (value as { then?: unknown }).then === 'function') {
     throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a Promise: did you forget await? (\`redis: await createClient().connect()\`)`);
   }
+  if (isBunRedisClient(value)) {
+    throw new TypeError(
+      `Expected \`redis\` to be ${CLIENTS}, got a Bun.RedisClient, which relock does not support: its subscriber connection reconnects without subscribing again (waiters would miss every release), it has no Cluster client and no per-command timeout; on Bun, pass a URL or an ioredis client (docs/compatibility.md#runtimes)`,
+    );
+  }
   const refusal = isGlideClient(value) ? glideRefusal(value) : undefined;
   if (refusal !== undefined) {
     throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a GLIDE client (${(value as object).constructor?.name || 'GLIDE'}) relock cannot use: ${refusal} (docs/clients.md#glide)`);
   }
   if (!isClient(value)) checkConnectionOptions(value);
   return value as AnyRedisClient | RedisConnectionOptions;
+}
+
+/** Bun's own client, `Bun.RedisClient` (only on Bun): refused, as measured on Bun 1.4 (test/runtimes/bun-redis-client.mjs). */
+function isBunRedisClient(value: object): boolean {
+  const RedisClient = (globalThis as { Bun?: { RedisClient?: unknown } }).Bun?.RedisClient;
+  return typeof RedisClient === 'function' && value instanceof RedisClient;
 }
 
 /** What `redis` may be, for messages. */

@@ -1,16 +1,20 @@
 // The server matrix (npm run test:servers): the contract suites of every kind, Redlock, Cluster, the
-// short fault run and the Redisson interop suites, on each server of the matrix that npm test does not cover (it runs the machine's
-// Redis 7.0). scripts/servers.sh brings each server into .servers/<name>/bin (its redis-server and
+// short fault run, the Redisson interop suites and the refusal of a server without Lua, on each server
+// of the matrix that npm test does not cover (it runs the machine's Redis 7.0): Valkey 8.0, 8.1 and
+// 9.1, Redis 6.0 and 8.0. scripts/servers.sh brings each server into .servers/<name>/bin (its redis-server and
 // redis-cli), which goes first on the PATH of that server's run; RELOCK_SERVER names it to the tests.
 // Prints a line per server and suite group, then "N passed, N failed" over all of them.
+// RELOCK_SERVER_JOBS (default 1) servers run side by side, each through its groups in turn, each cell's
+// output printed whole when it ends; with more than one, a cell gets RELOCK_TEST_JOBS=2 and
+// RELOCK_FAULT_JOBS=1 (unless set), so that at most 2 fault scenario files run at once, as alone (CI: 2).
 // Usage: node --import tsx test/servers.ts [server ...] [-- group ...]
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { report, runCell, type Counts } from './matrix.ts';
+import { inPool, report, runCell, type Counts } from './matrix.ts';
 
 const root = dirname(fileURLToPath(import.meta.url));
-const SERVERS = ['valkey-8.0', 'redis-6.0'];
+const SERVERS = ['valkey-8.0', 'redis-6.0', 'redis-8.0', 'valkey-8.1', 'valkey-9.1'];
 /** Suite groups by the name the matrix prints: a folder or files under test/, as test/run.ts takes them. */
 const GROUPS: Record<string, readonly string[]> = {
   contract: ['contract'],
@@ -21,6 +25,8 @@ const GROUPS: Record<string, readonly string[]> = {
   'faults-short': ['faults-short'],
   // relock's Redisson layout against the Redisson stand-in (docs/redisson.md): plain pub/sub on Redis 6.0's Cluster.
   'integration/redisson': ['integration/redisson', 'layouts'],
+  // A server without Lua (scripting renamed away; on Valkey 9, its lua module unloaded) refused at first use.
+  'no-lua': ['integration/no-scripting.test.ts'],
 };
 
 const argv = process.argv.slice(2);
@@ -33,11 +39,14 @@ const bins = execFileSync('bash', [join(root, '..', 'scripts', 'servers.sh'), ..
   .trim()
   .split('\n');
 
-const rows: (Counts & { label: string })[] = [];
-for (const [i, server] of chosen.entries()) {
+const jobs = Math.max(1, Number(process.env.RELOCK_SERVER_JOBS ?? 1) || 1);
+const shared = jobs > 1 ? { RELOCK_TEST_JOBS: process.env.RELOCK_TEST_JOBS ?? '2', RELOCK_FAULT_JOBS: process.env.RELOCK_FAULT_JOBS ?? '1' } : {};
+const perServer = await inPool([...chosen.entries()], jobs, async ([i, server]) => {
+  const rows: (Counts & { label: string })[] = [];
   for (const group of groups) {
-    const counts = await runCell(`${server}: ${group}`, GROUPS[group] ?? [group], { PATH: `${bins[i]!}:${process.env.PATH}`, RELOCK_SERVER: server });
+    const counts = await runCell(`${server}: ${group}`, GROUPS[group] ?? [group], { ...shared, PATH: `${bins[i]!}:${process.env.PATH}`, RELOCK_SERVER: server }, jobs > 1);
     rows.push({ label: `${server.padEnd(11)} ${group.padEnd(22)}`, ...counts });
   }
-}
-report('server', rows);
+  return rows;
+});
+report('server', perServer.flat());

@@ -69,6 +69,14 @@ export function isAclError(error: unknown): boolean {
 }
 
 /**
+ * A server that runs no Lua: scripting commands renamed away or absent ("unknown command 'evalsha'"),
+ * or Valkey 9 with its `lua` engine module unloaded ("Could not find scripting engine 'lua'").
+ */
+export function isNoScripting(error: unknown): boolean {
+  return /unknown command [`'"]?(evalsha|eval)\b|could not find scripting engine/i.test(errorMessage(error));
+}
+
+/**
  * Gives a failure its code. A WRONGTYPE means the key space holds something else under relock's keys
  * (scripts check before they write, so nothing changed); an ACL refusal stops a script before any
  * write; anything that is not an answer from Redis means Redis was not reached in time.
@@ -86,6 +94,12 @@ export function classify(error: unknown, keys: readonly string[], channel: strin
     return new LockError(`Redis key ${keys.map((key) => `"${key}"`).join(' or ')} holds a value that is not relock's (WRONGTYPE); relock left it untouched`, {
       cause: error,
       code: 'ERR_LOCK_WRONG_TYPE',
+    });
+  }
+  if (isNoScripting(error)) {
+    return new LockError(`The server runs no Lua scripts (it answered: ${message}): every relock kind needs EVALSHA and EVAL with Lua enabled (on Valkey 9, its lua module loaded); nothing was changed`, {
+      cause: error,
+      code: 'ERR_LOCK_NO_SCRIPTING',
     });
   }
   if (isAclError(error)) {

@@ -228,8 +228,9 @@ describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
   /**
    * Every code but the catch-all ERR_LOCK, each produced for real; the type makes the table complete.
    * ERR_LOCK_UNSUPPORTED needs a Redis Cluster older than Redis 7: test/integration/cluster/legacy.test.ts.
+   * ERR_LOCK_NO_SCRIPTING needs a server without Lua: test/integration/no-scripting.test.ts.
    */
-  const table: Record<Exclude<LockErrorCode, 'ERR_LOCK' | 'ERR_LOCK_UNSUPPORTED'>, [how: string, produce: Produce]> = {
+  const table: Record<Exclude<LockErrorCode, 'ERR_LOCK' | 'ERR_LOCK_UNSUPPORTED' | 'ERR_LOCK_NO_SCRIPTING'>, [how: string, produce: Produce]> = {
     ERR_LOCK_TIMEOUT: [
       'acquire({ waitMs }) while another client holds the lock',
       async () => {
