@@ -20,10 +20,11 @@ describe('count-down latch: a count-down sent twice, the record of count-downs',
   it('counts a count-down whose script runs twice (a resend) once', async () => {
     const latch = s.client.countDownLatch(uniqueName('latch'));
     await latch.trySetCount(3);
-    assert.is(await countDown(latch.name, 'a'), 2);
-    assert.is(await countDown(latch.name, 'a'), 2, 'the resend answers the count and changes nothing');
+    // Counts above 0 come as digits (lua/latch/count-down-3.lua's header).
+    assert.is(await countDown(latch.name, 'a'), '2');
+    assert.is(await countDown(latch.name, 'a'), '2', 'the resend answers the count and changes nothing');
     assert.is(await latch.count(), 2);
-    assert.is(await countDown(latch.name, 'b'), 1);
+    assert.is(await countDown(latch.name, 'b'), '1');
     assert.is(await countDown(latch.name, 'c'), 0);
     assert.is(await countDown(latch.name, 'c'), 0, 'a resend after 0 finds the latch open');
     assert.is(await s.f.admin.exists(latchKeys('relock', latch.name).done), 0, 'the record went with the latch');
