@@ -44,7 +44,13 @@ function longestIdle(entries: readonly Entry[], from: number): number {
  * passed: under load the queue can take longer to fill than a fixed hold, and a waiter hit after the
  * release was granted the lock alive (a dead grantee costs a claim, which is not what is measured).
  */
-async function queueBehind(run: Run, holder: number, hit: (head: number) => Promise<unknown>): Promise<{ held: Entry; head: number }> {
+async function queueBehind(
+  run: Run,
+  holder: number,
+  hit: (head: number) => Promise<unknown>,
+  /** The workers that may be hit (default: any): a worker still starting may not, its start would fail the run. */
+  started?: readonly number[],
+): Promise<{ held: Entry; head: number }> {
   const held = await run.hold(holder, { untilLost: false, untilTold: true });
   const full = run.live.length * loops - 1;
   let queue: number[] = [];
@@ -53,7 +59,7 @@ async function queueBehind(run: Run, holder: number, hit: (head: number) => Prom
     queue = await run.queue();
     if (queue.length >= full) break;
   }
-  const head = queue.find((w) => w !== holder && w >= 0);
+  const head = queue.find((w) => w !== holder && w >= 0 && (!started || started.includes(w)));
   if (head === undefined) throw new Error(`${run.name}: no waiter queued behind worker ${holder} (queue ${JSON.stringify(queue)})`);
   await hit(head);
   await run.sleep(Math.max(0, held.start + queueHoldMs - run.now()));
@@ -121,11 +127,16 @@ describe('faults: fair lock', (it) => {
           const replacing = run.spawn();
           // A waiter at the head of the queue: the release's PUBLISH reaches nobody, the next is tried.
           // Dead before the release: its process exited (Redis sees its sockets close) 50 ms before.
-          const { held: holding } = await queueBehind(run, running[i % running.length]!, async (head) => {
-            run.kill(head, 'waiter');
-            await run.exited(head);
-            await run.sleep(50);
-          });
+          const { held: holding } = await queueBehind(
+            run,
+            running[i % running.length]!,
+            async (head) => {
+              run.kill(head, 'waiter');
+              await run.exited(head);
+              await run.sleep(50);
+            },
+            running, // the new process may queue before its start is told: hitting it would fail its spawn
+          );
           const released = await run.released(holding.worker, holding.token, queueHoldMs + 10_000);
           await everyoneServedAfter(run, released.end, [holding.worker]);
           skips.push(longestIdle(run.entries(), holding.start));
