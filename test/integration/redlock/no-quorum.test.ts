@@ -15,7 +15,14 @@ import { lockKey, setupMasters } from './masters.ts';
  * connection error on a client passed in, so its down masters read "down (TimeoutError)", or "down
  * (its connection is down)" when nothing was sent to them.
  */
-const REFUSED = TEST_CLIENT.startsWith('node-redis') ? /ECONNREFUSED|TimeoutError|its connection is down|connections to .* are down/ : /ECONNREFUSED|connect failed|Connection error/;
+const REFUSED = TEST_CLIENT.startsWith('node-redis')
+  ? /ECONNREFUSED|TimeoutError|its connection is down|connections to .* are down/
+  : TEST_CLIENT === 'iovalkey'
+    ? // An iovalkey client passed in: its commands fail with the client's "max retries" wrapper and
+      // its subscriber is "reconnecting" (the connection's own ECONNREFUSED is not recorded for it:
+      // a known gap, docs/redlock.md).
+      /ECONNREFUSED|max retries per request|subscriber connection is reconnecting/
+    : /ECONNREFUSED|connect failed|Connection error/;
 
 describe('Redlock: a no-quorum error names what each master did (5 masters, 3 down)', (it) => {
   const m = setupMasters(it, 5);
