@@ -49,7 +49,7 @@ if (process.env.RELOCK_TEST_WORKER === '1') await worker();
 else await main();
 
 async function main(): Promise<void> {
-  const groups = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['unit', 'contract', 'integration', 'faults-short'];
+  const groups = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['unit', 'contract', 'integration'];
   const all = units(groups);
   // The fault scenarios first (the longest), so the other files fill the workers around them.
   const queue = [...all.filter((u) => isFault(u) && !isTotal(u)), ...all.filter((u) => !isFault(u))];

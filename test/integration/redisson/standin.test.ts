@@ -105,6 +105,7 @@ describe('Redisson stand-in: RLock and RFencedLock', (it) => {
     assert.ok((await admin.pttl(name)) > 29_000, "the waiter's own watchdog lease");
     await eventually(async () => (await numsub(channel)) === 1, 'the waiter unsubscribed');
     await b.lock(name).unlock(1);
+    await eventually(() => messages.length >= 2, 'both release messages');
     assert.equal(messages, ['0', '0']);
     assert.is(b.unparsableMessages.length, 0);
   });
@@ -225,6 +226,7 @@ describe('Redisson stand-in: RFairLock, RReadWriteLock, RPermitExpirableSemaphor
     await within(Promise.all(readers), 1_000, 'both readers woken by one write release');
     await rw(a).readLock().unlock(1);
     await rw(a).readLock().unlock(2);
+    await eventually(() => messages.length >= 3, 'the three release messages');
     assert.equal(messages, ['0', '1', '0']);
     assert.is(await admin.exists(name), 0);
   });

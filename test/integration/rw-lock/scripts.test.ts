@@ -2,7 +2,7 @@
 // runtime does), plus the codes WRONGTYPE and FENCEOVERFLOW become.
 import * as assert from 'uvu/assert';
 import * as lua from '../../../src/generated/rw-lock.ts';
-import { describe, rejects, uniqueName } from '../../helpers/describe.ts';
+import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
 import { setup, sleep } from '../../helpers/fixture.ts';
 
 const keysOf = (name: string) => {
@@ -154,7 +154,8 @@ describe('lua/rw-lock: every reply its headers list', (it) => {
     await read(k, 'r:2');
     assert.is(await release(k, 'r:r:1', 1, 1), 0);
     assert.is(await release(k, 'r:r:2', 1, 1), 0);
-    await sleep(50);
+    await eventually(() => messages.length >= 3, 'the three messages');
+    await sleep(50); // nothing more arrives
     assert.equal(messages, ['readers write', 'writers write', 'writers read']);
     listener.disconnect();
   });
@@ -178,7 +179,8 @@ describe('lua/rw-lock: every reply its headers list', (it) => {
     assert.is(await release(k, 'w:w:1', 1, 1), 0);
     assert.ok(Number(await read(k, 'r:1')) > 0, 'the admitted reader');
     assert.is(await release(k, 'r:r:1', 1, 1), 0);
-    await sleep(50);
+    await eventually(() => messages.length >= 2, 'the two messages');
+    await sleep(50); // nothing more arrives
     assert.equal(messages, ['readers write', 'writers read']);
     listener.disconnect();
   });
