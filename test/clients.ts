@@ -8,21 +8,7 @@
 // (RELOCK_TEST_LAYOUT). Prints a line per family, then
 // "N passed, N failed" over all of them.
 // Usage: node --import tsx test/clients.ts [family ...]
-import { report, runCell, type Counts } from './matrix.ts';
-
-const FULL = ['contract', 'integration/redlock', 'integration/cluster', 'integration/multi-lock/cluster.test.ts', 'faults-short'];
-const FAMILIES: Record<string, readonly string[]> = {
-  iovalkey: FULL,
-  'node-redis': FULL,
-  'node-redis-resp3': ['contract', 'integration/cluster'],
-  'node-redis-6': ['contract', 'integration/cluster'],
-  glide: FULL,
-  // Not a client: the interop suites (with their Cluster halves), the contract suites and the short
-  // fault run in the Redisson layout (docs/redisson.md).
-  'layout-redisson': ['integration/redisson', 'layouts', 'faults-short'],
-};
-/** What a cell sets besides RELOCK_TEST_CLIENT (ioredis for the layout cell). */
-const ENV: Record<string, Record<string, string>> = { 'layout-redisson': { RELOCK_TEST_CLIENT: 'ioredis', RELOCK_TEST_LAYOUT: 'redisson' } };
+import { ENV, FAMILIES, report, runCell, type Counts } from './matrix.ts';
 
 const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(FAMILIES);
 const rows: (Counts & { label: string })[] = [];

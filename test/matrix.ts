@@ -1,10 +1,43 @@
-// One cell of a test matrix (test/servers.ts, test/clients.ts): suite groups in one run of
-// test/run.ts with the cell's environment, its output passed through; its closing line gives the counts.
+// The test matrices' tables (the servers, the client families and their suite groups) and one cell of a
+// matrix (test/servers.ts, test/clients.ts, test/pairs.ts): suite groups in one run of test/run.ts
+// with the cell's environment, its output passed through; its closing line gives the counts.
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = dirname(fileURLToPath(import.meta.url));
+
+/** The servers of the server matrix (scripts/servers.sh brings them into .servers/). */
+export const SERVERS = ['valkey-8.0', 'redis-6.0', 'redis-8.0', 'valkey-8.1', 'valkey-9.1'];
+/** Suite groups by the name the matrix prints: a folder or files under test/, as test/run.ts takes them. */
+export const GROUPS: Record<string, readonly string[]> = {
+  contract: ['contract'],
+  'integration/redlock': ['integration/redlock'],
+  'integration/cluster': ['integration/cluster'],
+  // The ACL user and the managed-service profile: Valkey and Redis 6.0 differ in what a user may run.
+  'acl+managed': ['integration/security.test.ts', 'integration/managed.test.ts'],
+  'faults-short': ['faults-short'],
+  // relock's Redisson layout against the Redisson stand-in (docs/redisson.md): plain pub/sub on Redis 6.0's Cluster.
+  'integration/redisson': ['integration/redisson', 'layouts'],
+  // A server without Lua (scripting renamed away; on Valkey 9, its lua module unloaded) refused at first use.
+  'no-lua': ['integration/no-scripting.test.ts'],
+};
+
+/** A client family's groups: the contract suites, Redlock, Cluster and the short fault run. */
+export const FULL = ['contract', 'integration/redlock', 'integration/cluster', 'integration/multi-lock/cluster.test.ts', 'faults-short'];
+/** The client families of the client matrix and the groups each runs (RELOCK_TEST_CLIENT names the family). */
+export const FAMILIES: Record<string, readonly string[]> = {
+  iovalkey: FULL,
+  'node-redis': FULL,
+  'node-redis-resp3': ['contract', 'integration/cluster'],
+  'node-redis-6': ['contract', 'integration/cluster'],
+  glide: FULL,
+  // Not a client: the interop suites (with their Cluster halves), the contract suites and the short
+  // fault run in the Redisson layout (docs/redisson.md).
+  'layout-redisson': ['integration/redisson', 'layouts', 'faults-short'],
+};
+/** What a cell sets besides RELOCK_TEST_CLIENT (ioredis for the layout cell). */
+export const ENV: Record<string, Record<string, string>> = { 'layout-redisson': { RELOCK_TEST_CLIENT: 'ioredis', RELOCK_TEST_LAYOUT: 'redisson' } };
 
 export interface Counts {
   passed: number;

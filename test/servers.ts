@@ -11,24 +11,9 @@
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { inPool, report, runCell, type Counts } from './matrix.ts';
+import { GROUPS, inPool, report, runCell, SERVERS, type Counts } from './matrix.ts';
 
 const root = dirname(fileURLToPath(import.meta.url));
-const SERVERS = ['valkey-8.0', 'redis-6.0', 'redis-8.0', 'valkey-8.1', 'valkey-9.1'];
-/** Suite groups by the name the matrix prints: a folder or files under test/, as test/run.ts takes them. */
-const GROUPS: Record<string, readonly string[]> = {
-  contract: ['contract'],
-  'integration/redlock': ['integration/redlock'],
-  'integration/cluster': ['integration/cluster'],
-  // The ACL user and the managed-service profile: Valkey and Redis 6.0 differ in what a user may run.
-  'acl+managed': ['integration/security.test.ts', 'integration/managed.test.ts'],
-  'faults-short': ['faults-short'],
-  // relock's Redisson layout against the Redisson stand-in (docs/redisson.md): plain pub/sub on Redis 6.0's Cluster.
-  'integration/redisson': ['integration/redisson', 'layouts'],
-  // A server without Lua (scripting renamed away; on Valkey 9, its lua module unloaded) refused at first use.
-  'no-lua': ['integration/no-scripting.test.ts'],
-};
-
 const argv = process.argv.slice(2);
 const dash = argv.indexOf('--');
 const servers = (dash < 0 ? argv : argv.slice(0, dash)).filter(Boolean);

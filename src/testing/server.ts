@@ -91,9 +91,11 @@ export async function freePort(): Promise<number> {
 /**
  * True when the server at `target` (a URL, or host and port) answers PING: through ioredis when it
  * is installed (TLS, credentials in `extra` or the URL), else over a plain TCP connection (a project
- * with node-redis alone).
+ * with node-redis alone). With `pid`, through ioredis, only when the server answering is that process
+ * (`INFO server`'s process_id, where INFO may be run): a port another process took while a killed
+ * server was down is not mistaken for the restarted one.
  */
-export async function ping(target: string | { host: string; port: number }, extra: Record<string, unknown> = {}): Promise<boolean> {
+export async function ping(target: string | { host: string; port: number }, extra: Record<string, unknown> = {}, pid?: number): Promise<boolean> {
   let Redis: ReturnType<typeof ioredis>['Redis'];
   try {
     ({ Redis } = ioredis());
@@ -105,7 +107,11 @@ export async function ping(target: string | { host: string; port: number }, extr
   probe.on('error', () => undefined);
   try {
     await probe.connect();
-    return (await probe.ping()) === 'PONG';
+    if ((await probe.ping()) !== 'PONG') return false;
+    if (pid === undefined) return true;
+    const info = await probe.info('server').catch(() => '');
+    const answering = /process_id:(\d+)/.exec(info)?.[1];
+    return answering === undefined || Number(answering) === pid;
   } catch {
     return false;
   } finally {
@@ -179,7 +185,7 @@ export async function startPrivateServer(options: PrivateServerOptions): Promise
     let failure: string | undefined;
     void failed.then((reason) => (failure = reason));
     const until = Date.now() + options.timeoutMs;
-    while (!(await Promise.race([ping({ host, port: options.readyPort ?? port }, options.connectOptions), failed.then(() => false)]))) {
+    while (!(await Promise.race([ping({ host, port: options.readyPort ?? port }, options.connectOptions, started.pid), failed.then(() => false)]))) {
       if (failure !== undefined) throw new Exited(`redis-server on port ${port} ${failure}`);
       if (Date.now() > until) {
         await kill();

@@ -205,7 +205,12 @@ describe('Redlock: new LockClient({ redis: [a, b, c] })', (it) => {
     }
     assert.is(lost, 0, `${lost} LockLostError in ${rounds} acquisitions`);
     assert.ok(rounds >= 20, `${rounds} acquisitions: the loops ran`);
-    for (const keeper of keepers) await keeper.release();
+    // A keeper that a loaded machine could not renew in time (300 ms leases) is lost, as above: not counted.
+    for (const keeper of keepers) {
+      await keeper.release().catch((error: unknown) => {
+        if (!keeper.signal.aborted) throw error;
+      });
+    }
   }, 20_000);
 
   it('aborts lease.signal with LockLostError when a majority of masters no longer holds it, not for a minority', async () => {
