@@ -79,6 +79,11 @@ class FairWaiting {
     }
   }
 
+  /** A wait with an end: it rides out an unreachable Redis until then. */
+  #finite(): boolean {
+    return this.#w.waitMs > 0 && this.#w.waitMs !== Number.POSITIVE_INFINITY;
+  }
+
   #taken(lease: LeaseImpl): Taken {
     this.#lease = lease;
     return { lease, hold: this.#hold };
@@ -107,7 +112,15 @@ class FairWaiting {
     const { runner } = w.shared;
     const mark = runner.mark();
     this.#queued = true;
-    const got = await attempt(w, this.#hold, 'try');
+    let got;
+    try {
+      got = await attempt(w, this.#hold, 'try');
+    } catch (error) {
+      // A finite wait rides out a connection failure in the queue, as its joins do; others fail fast.
+      if (!this.#finite() || !isUnreachable(error)) throw error;
+      this.#state.unreachable = error;
+      return undefined;
+    }
     if (got instanceof LeaseImpl) return this.#taken(got);
     // A try that ioredis resent may have taken the lock for this owner the first time.
     this.#queued = runner.maybeResent(mark);
@@ -119,7 +132,18 @@ class FairWaiting {
   /** Listens on this client's grant channel, and heartbeats for the owner from now on. */
   async #enter(): Promise<void> {
     const { shared, name } = this.#w;
-    await shared.runtime.waiting.enter(this.#channel, this.#waiter, shared.waiters.rule, name, { handsOn: false, lingerMs: shared.settings.keepListeningMs });
+    for (;;) {
+      this.#stop.throwIfAborted();
+      try {
+        await shared.runtime.waiting.enter(this.#channel, this.#waiter, shared.waiters.rule, name, { handsOn: false, lingerMs: shared.settings.keepListeningMs });
+        break;
+      } catch (error) {
+        // Never queued before listening: a finite wait subscribes again until it ends.
+        if (!this.#finite() || !isUnreachable(error)) throw error;
+        this.#state.unreachable = error;
+        await this.#waiter.sleep(backoffMs(this.#failures++), this.#stop);
+      }
+    }
     this.#entered = true;
     shared.waiters.add(this.#waiter);
     this.#heartbeat = heartbeatFor(shared, this.#w.keys);
@@ -181,8 +205,7 @@ class FairWaiting {
       this.#state.unreachable = undefined;
       return 'queued';
     } catch (error) {
-      const finite = this.#w.waitMs > 0 && this.#w.waitMs !== Number.POSITIVE_INFINITY;
-      if (!finite || !isUnreachable(error)) throw error;
+      if (!this.#finite() || !isUnreachable(error)) throw error;
       this.#state.unreachable = error;
       return { backoffMs: backoffMs(this.#failures++) };
     }

@@ -1,8 +1,9 @@
 // RedissonFairLock's known failures (redisson/redisson RedissonFairLock.java), each as a test that
 // the fair lock does not repeat it. See docs/fair-lock.md, "Against RedissonFairLock's failures".
 import * as assert from 'uvu/assert';
-import type { Lease, LockClient } from '../../../src/index.ts';
-import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
+import { LockClient, LockError, type Lease } from '../../../src/index.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { startPrivateRedis } from '../../helpers/redis.ts';
 import { setup, sleep } from '../../helpers/fixture.ts';
 import { childProcesses } from './processes.ts';
 import { fairKeys, grantChannel, keysLeft, queued, redisNowMs, reportStall, sharedNow, unheard } from './support.ts';
@@ -126,5 +127,50 @@ describe('LockClient#fairLock against RedissonFairLock regressions', (it) => {
     await eventually(async () => (await s.f.admin.lrange(keys.queue, 0, -1)).includes(owner!), 'its heartbeat queues it again', H + 300);
     await held.release();
     await (await within(waiting!, 1_000, 'the re-queued waiter')).release();
+  });
+});
+
+describe('LockClient#fairLock on an unreachable Redis', (it) => {
+  // A finite wait rides out a connection failure until it ends, from its first try on (the try of a
+  // client not yet listening failed the whole wait at once before: seen over GLIDE in a failover).
+  it('a finite wait rides out Redis down at its first try, and takes the lock once Redis is back', async () => {
+    const server = await startPrivateRedis();
+    const client = new LockClient({ redis: server.url });
+    client.on('error', () => undefined);
+    try {
+      await (await client.lock(uniqueName('warm')).acquire()).release();
+      await server.kill();
+      const name = uniqueName('fair');
+      const waiting = client.fairLock(name).acquire({ waitMs: 10_000 });
+      const settled = waiting.then(
+        () => 'acquired',
+        (error: unknown) => error,
+      );
+      await sleep(700);
+      assert.is(await Promise.race([settled, sleep(0).then(() => 'waiting')]), 'waiting', 'still waiting while Redis is down');
+      await server.restart();
+      const lease = await within(waiting, 8_000, 'the fair lock once Redis is back');
+      assert.ok(lease.fencingToken > 0);
+      await lease.release();
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  });
+
+  it('a wait without an end still fails fast with ERR_LOCK_UNREACHABLE', async () => {
+    const server = await startPrivateRedis();
+    const client = new LockClient({ redis: server.url });
+    client.on('error', () => undefined);
+    try {
+      await (await client.lock(uniqueName('warm')).acquire()).release();
+      await server.kill();
+      const error = (await within(rejects(client.fairLock(uniqueName('fair')).acquire()), 5_000, 'the failure')) as LockError;
+      assert.instance(error, LockError);
+      assert.is(error.code, 'ERR_LOCK_UNREACHABLE');
+    } finally {
+      await client.close();
+      await server.stop();
+    }
   });
 });
