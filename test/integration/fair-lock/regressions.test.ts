@@ -130,47 +130,54 @@ describe('LockClient#fairLock against RedissonFairLock regressions', (it) => {
   });
 });
 
+/** A LockClient whose private Redis answered once (the client connected) and is now killed. */
+async function wentDown(): Promise<{ client: LockClient; restart(): Promise<void>; close(): Promise<void> }> {
+  const server = await startPrivateRedis();
+  const client = new LockClient({ redis: server.url });
+  client.on('error', () => undefined);
+  await (await client.lock(uniqueName('warm')).acquire()).release();
+  await server.kill();
+  return {
+    client,
+    restart: () => server.restart(),
+    async close() {
+      await client.close();
+      await server.stop();
+    },
+  };
+}
+
 describe('LockClient#fairLock on an unreachable Redis', (it) => {
   // A finite wait rides out a connection failure until it ends, from its first try on (the try of a
-  // client not yet listening failed the whole wait at once before: seen over GLIDE in a failover).
+  // client not yet listening, and its subscription, failed the whole wait at once before: seen over
+  // GLIDE in a failover).
   it('a finite wait rides out Redis down at its first try, and takes the lock once Redis is back', async () => {
-    const server = await startPrivateRedis();
-    const client = new LockClient({ redis: server.url });
-    client.on('error', () => undefined);
+    const down = await wentDown();
     try {
-      await (await client.lock(uniqueName('warm')).acquire()).release();
-      await server.kill();
-      const name = uniqueName('fair');
-      const waiting = client.fairLock(name).acquire({ waitMs: 10_000 });
+      const waiting = down.client.fairLock(uniqueName('fair')).acquire({ waitMs: 10_000 });
       const settled = waiting.then(
         () => 'acquired',
         (error: unknown) => error,
       );
       await sleep(700);
       assert.is(await Promise.race([settled, sleep(0).then(() => 'waiting')]), 'waiting', 'still waiting while Redis is down');
-      await server.restart();
+      await down.restart();
       const lease = await within(waiting, 8_000, 'the fair lock once Redis is back');
       assert.ok(lease.fencingToken > 0);
       await lease.release();
     } finally {
-      await client.close();
-      await server.stop();
+      await down.close();
     }
   });
 
   it('a wait without an end still fails fast with ERR_LOCK_UNREACHABLE', async () => {
-    const server = await startPrivateRedis();
-    const client = new LockClient({ redis: server.url });
-    client.on('error', () => undefined);
+    const down = await wentDown();
     try {
-      await (await client.lock(uniqueName('warm')).acquire()).release();
-      await server.kill();
-      const error = (await within(rejects(client.fairLock(uniqueName('fair')).acquire()), 5_000, 'the failure')) as LockError;
+      const error = (await within(rejects(down.client.fairLock(uniqueName('fair')).acquire()), 5_000, 'the failure')) as LockError;
       assert.instance(error, LockError);
       assert.is(error.code, 'ERR_LOCK_UNREACHABLE');
     } finally {
-      await client.close();
-      await server.stop();
+      await down.close();
     }
   });
 });
