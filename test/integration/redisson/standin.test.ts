@@ -195,7 +195,8 @@ describe('Redisson stand-in: RFairLock, RReadWriteLock, RPermitExpirableSemaphor
     const deadlines = await Promise.all(owners.map(async (owner) => Number(await admin.zscore(`redisson_lock_timeout:{${name}}`, owner))));
     assert.ok(Math.abs(deadlines[0]! - (Date.now() + 30_000 + 5_000)) < 1_000, 'the first: now + PTTL + wait, on the caller clock');
     for (let i = 1; i < deadlines.length; i++) assert.is(deadlines[i]! - deadlines[i - 1]!, 5_000, 'each later: the previous + wait');
-    assert.is(await numsub(`redisson_lock__channel:{${name}}:${b.id}:1`), 1, 'a channel per waiter');
+    // Redisson subscribes after its queue entry is written: the channel has its listener soon after.
+    await eventually(async () => (await numsub(`redisson_lock__channel:{${name}}:${b.id}:1`)) === 1, 'a channel per waiter');
     await fair(a).unlock(1);
     await within(Promise.all(waits), 5_000, 'every waiter served');
     assert.equal(served, owners);
