@@ -41,8 +41,8 @@ async function clusterClient(family: Family): Promise<AnyRedisClient> {
   return cluster.connect();
 }
 
-async function lockClient(family: Family): Promise<LockClient> {
-  const client = new LockClient({ redis: await clusterClient(family), leaseMs: 10_000 });
+async function lockClient(family: Family, leaseMs = 10_000): Promise<LockClient> {
+  const client = new LockClient({ redis: await clusterClient(family), leaseMs });
   client.on('error', () => undefined);
   closers.push(() => client.close());
   return client;
@@ -144,8 +144,10 @@ if (SHARDED_PUBSUB) for (const family of FAMILIES) describe(`a lock across a fai
       // Two clients over ioredis take turns: each release grants the lock to the other, queued
       // behind it, so the lock is never free (a heartbeat can only grant a free lock). The third
       // client, of the family, takes its turns too, so that it listens on its grant channel all along.
-      const loopers = [await lockClient('ioredis'), await lockClient('ioredis')];
-      const waiter = await lockClient(family);
+      // Leases of 3 s: a TAKEOVER (see promote()) may lose a release written just before it, and
+      // the lock then stays taken until that lease ends, which must not exceed the bounds below.
+      const loopers = [await lockClient('ioredis', 3_000), await lockClient('ioredis', 3_000)];
+      const waiter = await lockClient(family, 3_000);
       const name = uniqueName('failover-turns');
       const { channel, master, replica } = await shardOf(name, waiter);
       let stop = false;
