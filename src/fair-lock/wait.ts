@@ -6,7 +6,7 @@ import { debuglog } from 'node:util';
 import { LockTimeoutError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { Hold } from '../runtime/hold.ts';
-import { backoffMs, isUnreachable, leaseTooShort, MAX_LATE, settledWithin, type WaitState } from '../runtime/acquire.ts';
+import { backoffMs, isFiniteWait, isUnreachable, leaseTooShort, MAX_LATE, settledWithin, type WaitState } from '../runtime/acquire.ts';
 import { attempt, claim, LEAVE_WAIT_MS, type FairWait, type Taken } from './claim.ts';
 import { FairWaiter, type Grant } from './grants.ts';
 import type { Heartbeat } from './heartbeat.ts';
@@ -79,11 +79,6 @@ class FairWaiting {
     }
   }
 
-  /** A wait with an end: it rides out an unreachable Redis until then. */
-  #finite(): boolean {
-    return this.#w.waitMs > 0 && this.#w.waitMs !== Number.POSITIVE_INFINITY;
-  }
-
   #taken(lease: LeaseImpl): Taken {
     this.#lease = lease;
     return { lease, hold: this.#hold };
@@ -117,7 +112,7 @@ class FairWaiting {
       got = await attempt(w, this.#hold, 'try');
     } catch (error) {
       // A finite wait rides out a connection failure in the queue, as its joins do; others fail fast.
-      if (!this.#finite() || !isUnreachable(error)) throw error;
+      if (!isFiniteWait(this.#w.waitMs) || !isUnreachable(error)) throw error;
       this.#state.unreachable = error;
       return undefined;
     }
@@ -139,7 +134,7 @@ class FairWaiting {
         break;
       } catch (error) {
         // Never queued before listening: a finite wait subscribes again until it ends.
-        if (!this.#finite() || !isUnreachable(error)) throw error;
+        if (!isFiniteWait(this.#w.waitMs) || !isUnreachable(error)) throw error;
         this.#state.unreachable = error;
         await this.#waiter.sleep(backoffMs(this.#failures++), this.#stop);
       }
@@ -205,7 +200,7 @@ class FairWaiting {
       this.#state.unreachable = undefined;
       return 'queued';
     } catch (error) {
-      if (!this.#finite() || !isUnreachable(error)) throw error;
+      if (!isFiniteWait(this.#w.waitMs) || !isUnreachable(error)) throw error;
       this.#state.unreachable = error;
       return { backoffMs: backoffMs(this.#failures++) };
     }

@@ -9,6 +9,7 @@ import { answeredError, driftMs, noQuorum } from '../topology/quorum-replies.ts'
 import type { RedlockShared } from '../topology/quorum-setup.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 import type { TakeOutcome } from '../runtime/attempt.ts';
+import { isFiniteWait } from '../runtime/wait-errors.ts';
 import type { LockShared, LockTopology } from './lock.ts';
 import type { AcquireResult, MasterAcquire } from './quorum-commands.ts';
 
@@ -38,7 +39,7 @@ export class QuorumLock implements LockTopology {
     const { clock } = runtime.watchdog;
     // A finite wait rides out a lost quorum (a master restarting, a connection coming back) until it
     // ends, then rejects with ERR_LOCK_NO_QUORUM (the frame's doing); the others reject at once.
-    const finite = waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
+    const finite = isFiniteWait(waitMs);
     const endsAt = clock.now() + waitMs;
     // The first attempt asks every master at once. A later one (a waiter, woken or timed out) asks the
     // gate master first: under contention the losers stop there, one script call each, and the masters

@@ -3,14 +3,14 @@
 import pTimeout from 'p-timeout';
 import type { LockError } from '../errors.ts';
 import type { Runtime } from './runtime.ts';
-import { isUnreachable, leaseTooShort, timedOut, timeoutError, type WaitState, type WaitWords } from './wait-errors.ts';
+import { isFiniteWait, isUnreachable, leaseTooShort, timedOut, timeoutError, type WaitState, type WaitWords } from './wait-errors.ts';
 import { closedBeforeCall } from '../errors.ts';
 import { Waiter } from './waiter.ts';
 import type { RoomOptions, WakeRule } from './waiting.ts';
 import { backoffMs, noop, onAbort, settledWithin, untilAborted } from './waits.ts';
 
 export { backoffMs, settledWithin } from './waits.ts';
-export { isUnreachable, leaseTooShort, type WaitState, type WaitWords } from './wait-errors.ts';
+export { isFiniteWait, isUnreachable, leaseTooShort, type WaitState, type WaitWords } from './wait-errors.ts';
 
 /** What one attempt of a primitive gave. */
 export type Attempt<T> =
@@ -157,7 +157,7 @@ export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Prom
   try {
     // waitMs 0 tries once: the attempt itself decides, there is no timer to race it; nor is there
     // one without a finite wait, where only the signals can end it.
-    if (request.waitMs === 0 || request.waitMs === Number.POSITIVE_INFINITY) return await untilAborted(waiting, stop.signal);
+    if (!isFiniteWait(request.waitMs)) return await untilAborted(waiting, stop.signal);
     return await pTimeout(waiting, {
       milliseconds: request.waitMs,
       fallback: () => {
@@ -209,7 +209,7 @@ async function wait<T>(
 ): Promise<T> {
   const { waiting, watchdog } = runtime;
   const { channel, waitMs } = request;
-  const finite = waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
+  const finite = isFiniteWait(waitMs);
   const startedAt = watchdog.clock.now();
   let waiter: Waiter | undefined;
   let entered = false;

@@ -25,6 +25,11 @@ export interface WaitState {
   sentAt: number;
 }
 
+/** A wait with an end (not a single try, not unbounded): it rides out an unreachable Redis until then. */
+export function isFiniteWait(waitMs: number): boolean {
+  return waitMs > 0 && waitMs !== Number.POSITIVE_INFINITY;
+}
+
 /** A failure to reach Redis, or (Redlock) a majority of its masters, as opposed to an answer from it. */
 export function isUnreachable(error: unknown): error is LockError {
   return error instanceof LockError && (error.code === 'ERR_LOCK_UNREACHABLE' || error.code === 'ERR_LOCK_NO_QUORUM');
