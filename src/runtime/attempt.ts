@@ -6,6 +6,7 @@ import { LeaseImpl } from '../lease.ts';
 import type { Attempt } from './acquire.ts';
 import type { Hold } from './hold.ts';
 import type { Runtime } from './runtime.ts';
+import { isNotServing } from './script.ts';
 import { isUnreachable } from './wait-errors.ts';
 
 /** What a kind's script call made of one attempt: taken, with its token; or held, and when to try again. */
@@ -45,7 +46,8 @@ export function attemptHold(runtime: Runtime, hold: Hold, leaseMs: number, kind:
     },
     (error: unknown) => {
       watchdog.delete(hold);
-      if (isUnreachable(error)) {
+      // A node that answered it cannot serve (CLUSTERDOWN, READONLY, ...) ran nothing: nothing to give back.
+      if (isUnreachable(error) && !isNotServing(error.cause)) {
         // Whatever the script took ends with its lease at the latest: until then, a give-back that
         // could not be sent (the client is offline) goes again when the connection is back.
         const untilMs = watchdog.clock.now() + leaseMs;

@@ -63,6 +63,17 @@ export function underneath(error: unknown, lastError: Error | undefined): unknow
   return error instanceof Error && error.name === 'MaxRetriesPerRequestError' ? (lastError ?? error) : error;
 }
 
+/**
+ * A reply that says the node cannot serve now and ran nothing: a Cluster without a master for the
+ * slot (CLUSTERDOWN, as after a failover until the new master is known), a slot being moved
+ * (TRYAGAIN), a server still loading its data (LOADING), a replica cut off from its master
+ * (MASTERDOWN), or a replica that was the master before a failover (READONLY: a script's first write
+ * is refused, so nothing was written). For relock, the master of the key was not reached.
+ */
+export function isNotServing(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError' && /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY)\b/.test(error.message);
+}
+
 /** An ACL refusal, of a command, a key or a channel. */
 export function isAclError(error: unknown): boolean {
   return /NOPERM|can't publish to the channel|no permissions/i.test(errorMessage(error));
@@ -109,7 +120,7 @@ export function classify(error: unknown, keys: readonly string[], channel: strin
       code: 'ERR_LOCK_FORBIDDEN',
     });
   }
-  if (isReplyError(error)) return error;
+  if (isReplyError(error) && !isNotServing(error)) return error;
   if (closed) return new LockError('The LockClient was closed', { cause: error, code: 'ERR_LOCK_CLOSED' });
   return new LockError(`Redis could not be reached: ${message}`, { cause: error, code: 'ERR_LOCK_UNREACHABLE' });
 }

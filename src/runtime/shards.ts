@@ -6,7 +6,7 @@
 // sleeps at most the lease it saw.
 import { debuglog } from 'node:util';
 import type { SubscriberConnection, Topology } from '../port/port.ts';
-import { errorMessage } from './script.ts';
+import { errorMessage, isNotServing } from './script.ts';
 import { keySlot } from './slot.ts';
 import type { Transport, TransportEvents, TransportFactory } from './subscriber.ts';
 
@@ -34,7 +34,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /** A reply that says "ask again elsewhere or later", or a connection that failed: worth retrying. */
 function retryable(error: unknown): boolean {
   if (!(error instanceof Error) || error.name !== 'ReplyError') return true;
-  return /^(MOVED|ASK|CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN)/.test(error.message);
+  return isNotServing(error) || /^(MOVED|ASK)\b/.test(error.message);
 }
 
 interface Shard {

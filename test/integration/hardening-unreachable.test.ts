@@ -12,10 +12,11 @@ import { Redis } from 'ioredis';
 import { LockClient, LockError, type LockClientOptions, type LockErrorCode } from '../../src/index.ts';
 import { createRelockUser } from '../helpers/acl.ts';
 import { closeAtEveryOffset, hookReplies } from '../helpers/close-race.ts';
-import { describe, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { setup, sleep } from '../helpers/fixture.ts';
+import { applicableOnly, describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
+import { redisFor, setup, sleep, TEST_CLIENT } from '../helpers/fixture.ts';
 import { startProxy } from '../helpers/proxy.ts';
-import { freePort, startPrivateRedis } from '../helpers/redis.ts';
+import type { Closable } from '../helpers/clients.ts';
+import { freePort, startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const noop = () => undefined;
@@ -221,6 +222,63 @@ describe('Redis down (issue 7, 2.2)', (it) => {
 
 /** How one failure kind is produced for real, and the LockError (or warning) it gives. */
 type Produce = () => Promise<unknown>;
+
+describe('A node that answers it cannot serve now: a former master, now a replica (READONLY)', (all) => {
+  // GLIDE's standalone client refuses an address list with no primary ("No primary node found")
+  // before it sends anything: it never talks to a lone replica.
+  const it = Object.assign(applicableOnly(all, TEST_CLIENT !== 'glide', 'a client that connects to a lone replica (GLIDE refuses one)'), { before: all.before, after: all.after });
+  // What a client still pointed at the old master sees after a failover (Sentinel, a Cluster before
+  // its slot map is read again): the script runs, its first write is refused, nothing was written.
+  // Like CLUSTERDOWN, TRYAGAIN, LOADING and MASTERDOWN, it is "not reached", not an answer to pass on.
+  let primary: RedisServer;
+  let replica: RedisServer;
+  const connections = new Set<Closable>();
+  const clients: LockClient[] = [];
+  const onReplica = () => {
+    const client = new LockClient({ redis: redisFor(replica.url, connections) });
+    client.on('error', noop);
+    clients.push(client);
+    return client;
+  };
+  it.before(async () => {
+    primary = await startPrivateRedis();
+    replica = await startPrivateRedis({ args: ['--replicaof', primary.host, String(primary.port)] });
+    await eventually(async () => /master_link_status:up/.test(await replica.connect().info('replication')), 'replica in sync', 10_000);
+  });
+  it.after(async () => {
+    await Promise.all(clients.map((client) => client.close()));
+    for (const connection of connections) connection.disconnect();
+    await replica.stop();
+    await primary.stop();
+  });
+
+  it('acquire() rejects with ERR_LOCK_UNREACHABLE, the READONLY reply as cause, and nothing is held (lock, semaphore)', async () => {
+    const client = onReplica();
+    const name = uniqueName();
+    for (const [what, acquire] of [
+      ['lock', () => client.lock(name).acquire()],
+      ['semaphore', () => client.semaphore(name, { permits: 2 }).acquire()],
+    ] as const) {
+      const error = (await within(rejects(acquire()), 5_000, what)) as LockError;
+      assert.instance(error, LockError, `${what}: a LockError (got ${String(error)})`);
+      assert.is(error.code, 'ERR_LOCK_UNREACHABLE', `${what}: code`);
+      assert.match((error.cause as Error).message, /^READONLY/, `${what}: the reply is the cause`);
+    }
+    assert.equal(await primary.connect().keys(`*${name}*`), [], 'nothing written');
+  });
+
+  it('acquire({ waitMs }) rides it out: the replica promoted during the wait, the lock is taken there', async () => {
+    const client = onReplica();
+    const name = uniqueName();
+    const acquiring = client.lock(name).acquire({ waitMs: 8_000 });
+    await sleep(300);
+    await replica.connect().call('REPLICAOF', 'NO', 'ONE');
+    const lease = await within(acquiring, 10_000, 'acquire across the promotion');
+    assert.is(await replica.connect().exists(lockKey(name)), 1, 'held on the promoted server');
+    await lease.release();
+    assert.is(await replica.connect().exists(lockKey(name)), 0, 'released');
+  });
+});
 
 describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
   const s = setup(it, {}, {}, { private: true });

@@ -3,11 +3,12 @@
 // the release that follows wakes it by its message (the holders' leases are far longer than the
 // bounds asserted here, so a waiter woken only by its fallback timer would fail them).
 import * as assert from 'uvu/assert';
-import { LockClient } from '../../../src/index.ts';
+import { LockClient, LockError } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
 import { TEST_CLIENT } from '../../helpers/clients.ts';
 import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
-import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { sleep } from '../../helpers/fixture.ts';
 import { admin, closeAdmins, moveSlot, otherMaster, promote, shardSubscribers } from './support.ts';
 
 let cluster: RedisCluster;
@@ -100,6 +101,30 @@ describe('Redis Cluster: a waiter follows its shard', (it) => {
     await lease.release();
     const again = await a.lock(name).acquire({ waitMs: 0 });
     await again.release();
+    await cluster.settled();
+  });
+
+  it('rides out a slot with no master (CLUSTERDOWN) in a finite wait, and reports it as unreachable without one', async () => {
+    // The window a failover leaves until the new master is known, made on purpose: the slot's master
+    // stops claiming it (its Cluster state goes "fail"), then claims it again during the wait.
+    const a = client();
+    const name = uniqueName();
+    const slot = keySlot(channelOf(name));
+    const master = await cluster.masterOf(slot);
+    await admin(master).call('CLUSTER', 'DELSLOTS', String(slot));
+    try {
+      await eventually(async () => /cluster_state:fail/.test(String(await admin(master).call('CLUSTER', 'INFO'))), 'the master says the Cluster is down');
+      const error = (await within(rejects(a.lock(name).acquire()), 10_000, 'acquire() with no master for the slot')) as LockError;
+      assert.instance(error, LockError, `a LockError (got ${String(error)})`);
+      assert.is(error.code, 'ERR_LOCK_UNREACHABLE');
+      const waiting = a.lock(name).acquire({ waitMs: 10_000 });
+      await sleep(500);
+      await admin(master).call('CLUSTER', 'ADDSLOTS', String(slot));
+      const lease = await within(waiting, 12_000, 'the wait across CLUSTERDOWN');
+      await lease.release();
+    } finally {
+      await admin(master).call('CLUSTER', 'ADDSLOTS', String(slot)).catch(() => undefined);
+    }
     await cluster.settled();
   });
 });
