@@ -1,10 +1,9 @@
 // relock status: what Redis holds for a lock, read from its keys in one MULTI (a consistent snapshot):
 // the holders (owner field -> hold count), the lease left, the waiters and the last fencing token.
 import { CONNECTION_DEFAULTS, ioredis, type Redis } from '../port/ioredis.ts';
-import { LockError } from '../errors.ts';
 import { fairLockKeys } from '../fair-lock/keys.ts';
 import { lockKeys } from '../lock/keys.ts';
-import { classify } from '../runtime/script.ts';
+import { classify, notALockHash } from '../runtime/script.ts';
 import { exitCodeOf, say } from './report.ts';
 import { COMMON_HELP, COMMON_OPTIONS, lockName, parse, prefixOption, redisUrl } from './usage.ts';
 
@@ -50,7 +49,7 @@ export async function readStatus(redis: Redis, prefix: string, name: string, fai
     return value;
   });
   if (type !== 'none' && type !== 'hash') {
-    throw new LockError(`Redis key "${keys.lock}" holds a ${String(type)}, not relock's lock hash (WRONGTYPE)`, { code: 'ERR_LOCK_WRONG_TYPE' });
+    throw notALockHash(keys.lock, type);
   }
   const holders = Object.entries((hash ?? {}) as Record<string, string>).map(([owner, count]) => ({ owner, holdCount: Number(count) }));
   return {

@@ -4,13 +4,11 @@ import type { AcquireTraceContext } from '../diagnostics.ts';
 import { LockLostError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import type { Hold, HoldScripts } from '../runtime/hold.ts';
-import { settledWithin } from '../runtime/acquire.ts';
+import { LEAVE_WAIT_MS, settledWithin } from '../runtime/waits.ts';
 import type { Grant } from './grants.ts';
 import type { FairLockKeys } from './keys.ts';
 import type { FairShared } from './shared.ts';
 
-/** How long a wait that gave up waits for its `leave` to be answered (never while Redis is unreachable). */
-export const LEAVE_WAIT_MS = 250;
 
 /** What one fair wait needs: the lock's shared state and keys, its name, and the acquire's options. */
 export interface FairWait {

@@ -3,17 +3,12 @@
 import type { Lease } from '../api.ts';
 import type { AcquireTraceContext } from '../diagnostics.ts';
 import { LockBase } from '../lock-base.ts';
-import { frame } from '../runtime/acquire.ts';
+import { frame, LEAVE_WAIT_MS } from '../runtime/acquire.ts';
 import type { HoldScripts } from '../runtime/hold.ts';
 import { fairLockKeys, type FairLockKeys } from './keys.ts';
 import type { FairShared } from './shared.ts';
 import { fairWait } from './wait.ts';
 
-/**
- * How long a rejected acquire waits, while Redis is reachable, for its wait to wind down (its `leave`
- * answered). Never waited for while the connection is down.
- */
-const SETTLE_MS = 250;
 
 export class FairLockImpl extends LockBase<FairLockKeys> {
   readonly #shared: FairShared;
@@ -50,7 +45,7 @@ export class FairLockImpl extends LockBase<FairLockKeys> {
       giveBack: ({ hold }) => void hold.giveBack().catch(() => undefined),
       // A rejected acquire waits briefly for its `leave` to be answered, so that the waiter is out of
       // the queue, and a grant it got meanwhile handed on, once acquire() has rejected.
-      settleMs: SETTLE_MS,
+      settleMs: LEAVE_WAIT_MS,
     });
     return taken.lease;
   }

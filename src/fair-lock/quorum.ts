@@ -18,7 +18,7 @@ import type { AcquireOptions } from '../options.ts';
 import { isUnreachable, settledWithin } from '../runtime/acquire.ts';
 import { Hold, type HoldScripts, type ReleaseOutcome } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
-import { noop } from '../runtime/waits.ts';
+import { LEAVE_WAIT_MS, noop } from '../runtime/waits.ts';
 import type { Renewer } from '../runtime/renewable.ts';
 import type { RedlockCommands } from '../lock/quorum-commands.ts';
 import { LockImpl, type LockShared } from '../lock/lock.ts';
@@ -43,8 +43,6 @@ export function fairQuorumPrefix(prefix: string): string {
 
 /** How often a wait in a gate's queue looks whether that master is down or silent and the gate moved (no I/O). */
 const GATE_CHECK_MS = 100;
-/** How long a release waits for the gate's hold to be given back (a gate that does not answer holds nobody up). */
-const GATE_RELEASE_MS = 250;
 /** How long a failed acquire waits for the gate's hold it took to be given back before it rejects. */
 const ROLLBACK_MS = 1_000;
 
@@ -159,7 +157,7 @@ const QUEUED_SCRIPTS: HoldScripts = {
     }
     // Then the gate's hold: the next in line, granted by the gate, finds the quorum lock free.
     const last = outcome.kind === 'gone' || outcome.left === 0;
-    if (gate.count > 0) await settledWithin(gate.release(whole || last), GATE_RELEASE_MS);
+    if (gate.count > 0) await settledWithin(gate.release(whole || last), LEAVE_WAIT_MS);
     return outcome;
   },
   async reenter(hold, _believed, leaseMs) {

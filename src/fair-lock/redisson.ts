@@ -15,7 +15,7 @@ import type { Runtime } from '../runtime/runtime.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import { redissonPrefixed } from '../runtime/slot.ts';
 import { wakeHead } from '../runtime/waiting.ts';
-import { noop, settledWithin } from '../runtime/waits.ts';
+import { LEAVE_WAIT_MS, noop, settledWithin } from '../runtime/waits.ts';
 
 /**
  * Redisson's `fairLockWaitTimeout` default: how long a queued waiter may take to come for the lock
@@ -26,8 +26,6 @@ import { noop, settledWithin } from '../runtime/waits.ts';
 export const REDISSON_FAIR_WAIT_MS = 300_000;
 /** A queued waiter whose lock is free while the head takes it over tries again this soon (Redisson polls at once). */
 const TAKEOVER_RETRY_MS = 50;
-/** How long a wait that ended without the lock waits for its `leave` to be answered, while Redis is reachable. */
-const LEAVE_WAIT_MS = 250;
 
 /** RFairLock's keys of a name. */
 export interface RedissonFairKeys {

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CountDownLatch } from '../api.ts';
 import type { LatchWaitOptions, TrySetCountOptions } from '../options.ts';
-import { acquire, type Attempt, type WaitWords } from '../runtime/acquire.ts';
+import { acquire, noop, type Attempt, type WaitWords } from '../runtime/acquire.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeAll } from '../runtime/waiting.ts';
 import { checkCount, checkMs, checkOptions, checkSignal, checkWaitMs, MAX_TIMER_MS } from '../validate.ts';
@@ -22,7 +22,6 @@ export function createLatchShared(runtime: Runtime): LatchShared {
 }
 
 const WORDS: WaitWords = { failed: (name) => `Latch "${name}" did not open`, busy: 'its count is above 0' };
-const noop = () => undefined;
 
 export class CountDownLatchImpl implements CountDownLatch {
   readonly name: string;

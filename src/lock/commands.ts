@@ -3,7 +3,7 @@
 import { LockError } from '../errors.ts';
 import * as lua from '../generated/lock.ts';
 import { reenterOutcome, releaseOutcome, type ReenterOutcome, type ReleaseOutcome } from '../runtime/hold.ts';
-import { defineScript, type ScriptRunner } from '../runtime/script.ts';
+import { defineScript, notALockHash, type ScriptRunner } from '../runtime/script.ts';
 import type { Renewable } from '../runtime/renewable.ts';
 import type { LockKeys } from './keys.ts';
 import type { TakeOutcome } from '../runtime/attempt.ts';
@@ -40,9 +40,7 @@ export class HashLockReads {
   async isLocked(keys: { readonly lock: string }): Promise<boolean> {
     const kind = await this.#runner.read<string>('type', keys.lock);
     if (kind === 'none' || kind === 'hash') return kind === 'hash';
-    throw new LockError(`Redis key "${keys.lock}" holds a ${kind}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
-      code: 'ERR_LOCK_WRONG_TYPE',
-    });
+    throw notALockHash(keys.lock, kind);
   }
 
   /** Milliseconds left on the lock's lease; null when unlocked, Infinity when it never expires. */

@@ -9,7 +9,7 @@ import { Waiter } from './waiter.ts';
 import type { RoomOptions, WakeRule } from './waiting.ts';
 import { backoffMs, noop, onAbort, settledWithin, untilAborted } from './waits.ts';
 
-export { backoffMs, settledWithin } from './waits.ts';
+export { backoffMs, LEAVE_WAIT_MS, noop, settledWithin } from './waits.ts';
 export { isFiniteWait, isUnreachable, leaseTooShort, type WaitState, type WaitWords } from './wait-errors.ts';
 
 /** What one attempt of a primitive gave. */

@@ -125,6 +125,11 @@ export function classify(error: unknown, keys: readonly string[], channel: strin
   return new LockError(`Redis could not be reached: ${message}`, { cause: error, code: 'ERR_LOCK_UNREACHABLE' });
 }
 
+/** A lock key that holds another type than a lock hash: found by a read (TYPE), nothing was changed. */
+export function notALockHash(key: string, type: unknown): LockError {
+  return new LockError(`Redis key "${key}" holds a ${String(type)}, not relock's lock hash (WRONGTYPE); relock left it untouched`, { code: 'ERR_LOCK_WRONG_TYPE' });
+}
+
 /** Sends scripts and reads over one command connection. */
 export class ScriptRunner {
   readonly #port: RedisPort;

@@ -4,6 +4,13 @@
 /** Retries after a connection failure, while a finite wait lasts: 100, 200, 400 ... 1000 ms. */
 export const backoffMs = (failures: number) => Math.min(1_000, 100 * 2 ** Math.min(failures, 4));
 
+/**
+ * How long a wait that ended without the lock (or a release) waits, while Redis is reachable, for
+ * what it sent to wind down (a queue's `leave`, a give-back, a gate's release): never longer, so a
+ * server that does not answer holds nobody up.
+ */
+export const LEAVE_WAIT_MS = 250;
+
 /** Does nothing: a handler for what nobody waits for any more. */
 export const noop = () => undefined;
 

@@ -6,14 +6,13 @@ import type { Lease } from '../api.ts';
 import { LockError } from '../errors.ts';
 import { LeaseImpl } from '../lease.ts';
 import { LockBase } from '../lock-base.ts';
-import { acquire, settledWithin, type Attempt, type WaitWords } from '../runtime/acquire.ts';
+import { acquire, LEAVE_WAIT_MS, noop, settledWithin, type Attempt, type WaitWords } from '../runtime/acquire.ts';
 import { attemptHold } from '../runtime/attempt.ts';
 import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import { wakeAll, wakeHead } from '../runtime/waiting.ts';
 import type { RwSideKeys } from './keys.ts';
 import type { RwShared } from './shared.ts';
 
-const noop = () => undefined;
 /**
  * The readers' room: every reader was woken (no hand-on), and the channel stays subscribed a while
  * after the last reader left, so that the next wait finds it listening (no SUBSCRIBE, one try).
@@ -23,8 +22,6 @@ const READERS_ROOM = { handsOn: false, lingerMs: 2_000 } as const;
 /** A reader that cannot get in waits for the write side. */
 const READ_WORDS: WaitWords = { failed: (name) => `Lock "${name}" was not acquired`, busy: 'it is write-locked' };
 
-/** How long a wait that ended without the lock waits for its `leave` to be answered (as the fair lock's). */
-const LEAVE_WAIT_MS = 250;
 
 export class RwSideImpl extends LockBase<RwSideKeys> {
   readonly #shared: RwShared;

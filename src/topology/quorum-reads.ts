@@ -1,6 +1,6 @@
 // The reads of a Redlock lock, each answered by the majority: locked when a majority holds it, the
 // time to live and the hold count that a majority has.
-import { LockError } from '../errors.ts';
+import { notALockHash } from '../runtime/script.ts';
 import type { LockKeys } from '../lock/keys.ts';
 import { Quorum } from './quorum.ts';
 import { answeredError, count, gather, noQuorum, type Master } from './quorum-replies.ts';
@@ -15,9 +15,7 @@ export class QuorumReads extends Quorum {
       (replies, done) => {
         for (const reply of replies) {
           if (reply?.ok && reply.value !== 'hash' && reply.value !== 'none') {
-            throw new LockError(`Redis key "${keys.lock}" holds a ${reply.value}, not relock's lock hash (WRONGTYPE); relock left it untouched`, {
-              code: 'ERR_LOCK_WRONG_TYPE',
-            });
+            throw notALockHash(keys.lock, reply.value);
           }
         }
         if (count(replies, (reply) => reply.ok && reply.value === 'hash') >= this.quorum) return true;
