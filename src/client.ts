@@ -11,9 +11,10 @@ import type { AnyRedisClient, Layout, LockClientOptions, RedisConnectionOptions,
 import { checkServers } from './topology/quorum-servers.ts';
 import { createRedlock } from './topology/quorum-setup.ts';
 import { Runtime } from './runtime/runtime.ts';
-import type { Backend } from './topology/backend.ts';
-import { quorumBackend } from './topology/quorum-backend.ts';
-import { singleBackend } from './topology/single.ts';
+import type { Kinds } from './kinds/kinds.ts';
+import { quorumKinds } from './kinds/quorum.ts';
+import { redissonKinds } from './kinds/redisson.ts';
+import { relockKinds } from './kinds/relock.ts';
 import { checkIoredisModule, checkLayout, checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
@@ -59,7 +60,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 
   readonly #runtime: Runtime;
   /** The kinds of this client's topology: one server or a Cluster, or a Redlock quorum. */
-  readonly #backend: Backend;
+  readonly #kinds: Kinds;
   /** The command ports (several on a Redlock client): close() closes the connections relock made. */
   readonly #ports: readonly RedisPort[];
   #closing: Promise<void> | undefined;
@@ -96,7 +97,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       });
       this.#ports = redlock.ports;
       this.#runtime = redlock.runtime;
-      this.#backend = quorumBackend(redlock.shared);
+      this.#kinds = quorumKinds(redlock.shared);
       return;
     }
     const port = this.#port(redis!);
@@ -111,7 +112,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
       replicaTimeoutMs,
       numberedOwners: this.layout === 'redisson',
     });
-    this.#backend = singleBackend(this.#runtime, this.layout);
+    this.#kinds = this.layout === 'redisson' ? redissonKinds(this.#runtime) : relockKinds(this.#runtime);
   }
 
   /**
@@ -130,7 +131,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * @throws {TypeError | RangeError} for a bad name.
    */
   lock(name: string): Lock {
-    return this.#backend.lock(this.prefix, checkName(name));
+    return this.#kinds.lock(this.prefix, checkName(name));
   }
 
   /**
@@ -153,7 +154,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   fairLock(name: string): Lock {
-    return this.#backend.fairLock(this.prefix, checkName(name));
+    return this.#kinds.fairLock(this.prefix, checkName(name));
   }
 
   /**
@@ -192,7 +193,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   semaphore(name: string, options: SemaphoreOptions): Semaphore {
-    return this.#backend.semaphore(this.prefix, checkName(name), options);
+    return this.#kinds.semaphore(this.prefix, checkName(name), options);
   }
 
   /**
@@ -213,7 +214,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   readWriteLock(name: string): ReadWriteLock {
-    return this.#backend.readWriteLock(this.prefix, checkName(name));
+    return this.#kinds.readWriteLock(this.prefix, checkName(name));
   }
 
   /**
@@ -232,7 +233,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * ```
    */
   countDownLatch(name: string): CountDownLatch {
-    return this.#backend.countDownLatch(this.prefix, checkName(name));
+    return this.#kinds.countDownLatch(this.prefix, checkName(name));
   }
 
   /** How many acquires of this client are waiting now (for monitoring). */

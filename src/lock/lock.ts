@@ -9,9 +9,8 @@ import { Hold, type HoldScripts, type ReenterOutcome, type ReleaseOutcome } from
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { Renewable, Renewer } from '../runtime/renewable.ts';
-import type { Layout } from '../options.ts';
-import { LockCommands, REDISSON_MESSAGES } from './commands.ts';
-import { lockKeys, redissonLockKeys, type LockKeys } from './keys.ts';
+import { LockCommands, type LockMessages } from './commands.ts';
+import { lockKeys, type LockKeys } from './keys.ts';
 
 /**
  * The lock's commands on its topology: `LockCommands` on one server or a Cluster, `QuorumLock`
@@ -39,16 +38,19 @@ export interface LockShared {
   readonly keys: (prefix: string, name: string) => LockKeys;
 }
 
-/** The lock's shared state on one server or a Cluster, in relock's layout or Redisson's (RLock, RFencedLock). */
-export function createLockShared(runtime: Runtime, layout: Layout = 'relock'): LockShared {
-  const redisson = layout === 'redisson';
-  const commands = new LockCommands(runtime.runner, runtime.publish, runtime.leaseMs, runtime.fenceTtlMs, redisson ? REDISSON_MESSAGES : undefined);
+/**
+ * The lock's shared state on one server or a Cluster.
+ * @param keys the key layout: relock's by default (src/kinds/ hands Redisson's RLock and RFencedLock keys)
+ * @param messages what a release publishes: relock's by default
+ */
+export function createLockShared(runtime: Runtime, keys: (prefix: string, name: string) => LockKeys = lockKeys, messages?: LockMessages): LockShared {
+  const commands = new LockCommands(runtime.runner, runtime.publish, runtime.leaseMs, runtime.fenceTtlMs, messages);
   return {
     runtime,
     commands,
     // On a Cluster the watchdog cuts batches by slot (a script cannot span slots).
     renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500 },
-    keys: redisson ? (_prefix, name) => redissonLockKeys(name) : lockKeys,
+    keys,
   };
 }
 

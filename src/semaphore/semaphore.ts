@@ -12,9 +12,7 @@ import type { Runtime } from '../runtime/runtime.ts';
 import type { WakeRule } from '../runtime/waiting.ts';
 import type { Renewer } from '../runtime/renewable.ts';
 import { checkOptions, checkPermits } from '../validate.ts';
-import type { Layout } from '../options.ts';
 import { SemaphoreCommands, type SemaphoreTopology } from './commands.ts';
-import { RedissonSemaphoreCommands, redissonSemaphoreKeys } from './redisson.ts';
 import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
 
 /** What every semaphore of one client shares: its runtime, its commands, and the renewer of its leases. */
@@ -26,16 +24,22 @@ export interface SemaphoreShared {
   readonly keys: (prefix: string, name: string) => SemaphoreKeys;
 }
 
-/** The semaphore's shared state on one server or a Cluster, in relock's layout or Redisson's (RPermitExpirableSemaphore). */
-export function createSemaphoreShared(runtime: Runtime, layout: Layout = 'relock'): SemaphoreShared {
-  const redisson = layout === 'redisson';
-  const commands = redisson ? new RedissonSemaphoreCommands(runtime.runner, runtime.publish) : new SemaphoreCommands(runtime.runner, runtime.publish);
+/**
+ * The semaphore's shared state on one server or a Cluster.
+ * @param commands relock's by default (src/kinds/ hands Redisson's RPermitExpirableSemaphore commands)
+ * @param keys the key layout: relock's by default
+ */
+export function createSemaphoreShared(
+  runtime: Runtime,
+  commands: SemaphoreTopology = new SemaphoreCommands(runtime.runner, runtime.publish),
+  keys: (prefix: string, name: string) => SemaphoreKeys = semaphoreKeys,
+): SemaphoreShared {
   return {
     runtime,
     commands,
     // A Cluster cannot run one script over keys of several slots: renew one lease per call there.
     renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 250 },
-    keys: redisson ? (_prefix, name) => redissonSemaphoreKeys(name) : semaphoreKeys,
+    keys,
   };
 }
 

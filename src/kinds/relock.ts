@@ -1,5 +1,5 @@
-// The kinds over one runtime: one Redis server, or a Cluster (the runtime routes by slot and picks
-// sharded channels; the kinds are the same).
+// relock's layout over one runtime: one Redis server, or a Cluster (the runtime routes by slot and
+// picks sharded channels; the kinds are the same).
 import { FairLockImpl } from '../fair-lock/fair-lock.ts';
 import { createFairShared } from '../fair-lock/shared.ts';
 import { CountDownLatchImpl, createLatchShared } from '../latch/latch.ts';
@@ -8,12 +8,9 @@ import type { Runtime } from '../runtime/runtime.ts';
 import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
 import { createRwShared } from '../rw-lock/shared.ts';
 import { createSemaphoreShared, SemaphoreImpl } from '../semaphore/semaphore.ts';
-import type { Layout } from '../options.ts';
-import { once, type Backend } from './backend.ts';
-import { redissonBackend } from './redisson.ts';
+import { once, type Kinds } from './kinds.ts';
 
-export function singleBackend(runtime: Runtime, layout: Layout = 'relock'): Backend {
-  if (layout === 'redisson') return redissonBackend(runtime);
+export function relockKinds(runtime: Runtime): Kinds {
   const lock = createLockShared(runtime);
   const fair = once(() => createFairShared(runtime));
   const semaphore = once(() => createSemaphoreShared(runtime));

@@ -1,15 +1,18 @@
-// The kinds in Redisson's layout over one runtime (one server or a Cluster): each kind's Redisson
+// Redisson's layout over one runtime (one server or a Cluster): each kind's Redisson
 // commands and keys, the kinds that cannot interoperate refused (docs/redisson.md).
 import { LockError } from '../errors.ts';
 import { createRedissonFairShared, redissonFairKeys, RedissonFairLockImpl } from '../fair-lock/redisson.ts';
+import { REDISSON_MESSAGES } from '../lock/commands.ts';
+import { redissonLockKeys } from '../lock/keys.ts';
 import { createLockShared, LockImpl } from '../lock/lock.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { keySlot } from '../runtime/slot.ts';
 import { RedissonRwCommands, redissonRwLockKeys } from '../rw-lock/redisson.ts';
 import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
 import { createRwShared } from '../rw-lock/shared.ts';
+import { RedissonSemaphoreCommands, redissonSemaphoreKeys } from '../semaphore/redisson.ts';
 import { createSemaphoreShared, SemaphoreImpl } from '../semaphore/semaphore.ts';
-import { once, type Backend } from './backend.ts';
+import { once, type Kinds } from './kinds.ts';
 
 /** A kind the Redisson layout does not offer: refused before any I/O, with the reason. */
 function unsupported(kind: string, why: string): never {
@@ -22,9 +25,9 @@ function unsupported(kind: string, why: string): never {
  * over RFairLock's. On a Cluster a name whose keys Redisson would spread over several slots is refused
  * (no script could take it).
  */
-export function redissonBackend(runtime: Runtime): Backend {
-  const lock = createLockShared(runtime, 'redisson');
-  const semaphore = once(() => createSemaphoreShared(runtime, 'redisson'));
+export function redissonKinds(runtime: Runtime): Kinds {
+  const lock = createLockShared(runtime, (_prefix, name) => redissonLockKeys(name), REDISSON_MESSAGES);
+  const semaphore = once(() => createSemaphoreShared(runtime, new RedissonSemaphoreCommands(runtime.runner, runtime.publish), (_prefix, name) => redissonSemaphoreKeys(name)));
   const fair = once(() => createRedissonFairShared(runtime));
   const rw = once(() => createRwShared(runtime, new RedissonRwCommands(runtime.runner, runtime.publish), undefined, (_prefix, name) => redissonRwLockKeys(name)));
   // On a Cluster a name whose keys Redisson spreads over several slots cannot be taken by a script.

@@ -1,10 +1,11 @@
-// A topology as the client sees it: the factories of every kind over one server or Cluster, or over
-// a Redlock quorum. The client picks one backend when it is made and never branches on it again.
+// The kinds of one column (relock's layout, Redisson's layout, a Redlock quorum): the only place that
+// wires each kind to its keys and commands. The client picks one column when it is made and never
+// branches on the topology or the layout again; a new kind is its folder plus one line per column.
 import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from '../api.ts';
 import type { SemaphoreOptions } from '../options.ts';
 
-/** Every kind of one topology. Names come checked; each call is cheap (no I/O). */
-export interface Backend {
+/** Every kind of one column. Names come checked; each call is cheap (no I/O). */
+export interface Kinds {
   lock(prefix: string, name: string): Lock;
   fairLock(prefix: string, name: string): Lock;
   semaphore(prefix: string, name: string, options: SemaphoreOptions): Semaphore;

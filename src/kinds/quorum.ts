@@ -1,16 +1,16 @@
-// The kinds over a Redlock quorum of independent masters (topology/quorum.ts and each kind's quorum.ts): each kind's quorum version,
-// or a clear refusal for a kind that has none.
+// The kinds over a Redlock quorum of independent masters (topology/quorum.ts and each kind's
+// quorum.ts): each kind's quorum version, or a clear refusal for a kind that has none.
 import { LockError } from '../errors.ts';
 import { createRedlockFairShared, RedlockFairLockImpl } from '../fair-lock/quorum.ts';
 import { LockImpl } from '../lock/lock.ts';
 import { createQuorumLockShared } from '../lock/quorum.ts';
-import type { RedlockShared } from './quorum-setup.ts';
+import type { RedlockShared } from '../topology/quorum-setup.ts';
 import { createRedlockRwShared } from '../rw-lock/quorum.ts';
 import { createRedlockSemaphoreShared, redlockSemaphore } from '../semaphore/quorum.ts';
 import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
-import { once, type Backend } from './backend.ts';
+import { once, type Kinds } from './kinds.ts';
 
-export function quorumBackend(shared: RedlockShared): Backend {
+export function quorumKinds(shared: RedlockShared): Kinds {
   const lock = createQuorumLockShared(shared);
   const fair = once(() => createRedlockFairShared(shared));
   const semaphore = once(() => createRedlockSemaphoreShared(shared));
