@@ -6,12 +6,14 @@
 //
 // Every master is a private redis-server on this machine. Prints a table with ratios to relock and
 // writes docs/benchmarks/redlock.md (not with --quick or --no-write).
-import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startPrivateRedis, type RedisServer } from '../test/helpers/redis.ts';
+import { now } from './lib/clock.ts';
+import { parent, Worker } from './lib/fork.ts';
+import { percentile } from './lib/stats.ts';
 
 const LIBS = ['relock', 'fair', 'redlock', 'sesame', 'universal'] as const;
 /** The semaphores over several masters: relock's (permits as slots) and redis-semaphore's RedlockSemaphore. */
@@ -111,22 +113,22 @@ async function makeClient(lib: Lib, urls: string[]): Promise<Client> {
 interface WorkerResult {
   acquisitions: number;
   waits: number[];
-  /** [start, end] of each hold on the shared monotonic clock (ms). */
+  /** [start, end] of each hold on the shared monotonic clock (lib/clock.ts), in ms. */
   holds: [number, number][];
   errors: number;
 }
-
-/** CLOCK_MONOTONIC in ms: one clock for every process on the machine (performance.timeOrigin is not). */
-const clock = () => Number(process.hrtime.bigint()) / 1e6;
+type ToWorker = { type: 'go' };
+type FromWorker = { type: 'ready' } | { type: 'result'; result: WorkerResult };
 
 async function worker(lib: Lib, urls: string[], name: string, durationMs: number, loops: number, holdMs: number, thinkMs: number): Promise<void> {
+  const { send, next } = parent<ToWorker, FromWorker>();
   const client = await makeClient(lib, urls);
   // Warm up (connections, scripts loaded, the JIT) on a name of its own, the same for every library:
   // the run measures the steady state.
   const warmUntil = performance.now() + WARM_MS;
   while (performance.now() < warmUntil) await (await client.acquire(`${name}:warm:${process.pid}`)).release();
-  process.send!({ ready: true });
-  await new Promise((resolve) => process.once('message', resolve));
+  send({ type: 'ready' });
+  await next('go');
   const result: WorkerResult = { acquisitions: 0, waits: [], holds: [], errors: 0 };
   const until = performance.now() + durationMs;
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -140,10 +142,10 @@ async function worker(lib: Lib, urls: string[], name: string, durationMs: number
         result.errors++;
         continue;
       }
-      const start = clock();
+      const start = now();
       result.waits.push(performance.now() - started);
       if (holdMs > 0) await sleep(holdMs);
-      const end = clock();
+      const end = now();
       await held.release().catch(() => result.errors++);
       result.holds.push([start, end]);
       result.acquisitions++;
@@ -158,7 +160,9 @@ async function worker(lib: Lib, urls: string[], name: string, durationMs: number
   clearTimeout(timer);
   if (stuck) result.errors += loops;
   else await Promise.race([client.close(), new Promise((resolve) => setTimeout(resolve, 1_000))]);
-  process.send!({ result }, () => process.exit(0));
+  // Exits as soon as the result is out: a stuck library's loops would go on calling the masters.
+  await send({ type: 'result', result });
+  process.exit(0);
 }
 
 // --- orchestrator
@@ -187,11 +191,6 @@ async function commandCalls(admins: Redis[]): Promise<number> {
   return total;
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
 interface Shape {
   processes: number;
   loops: number;
@@ -202,26 +201,17 @@ interface Shape {
 async function run(lib: Lib, urls: string[], admins: Redis[], durationMs: number, shape: Shape): Promise<RunResult> {
   const { processes: workers } = shape;
   const name = `bench:${lib}:${Math.random().toString(36).slice(2)}`;
-  const script = fileURLToPath(import.meta.url);
-  const children = Array.from({ length: workers }, () =>
-    fork(script, ['--worker', lib, JSON.stringify(urls), name, String(durationMs), String(shape.loops), String(shape.holdMs), String(shape.thinkMs)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
-  await Promise.all(children.map((child) => new Promise((resolve) => child.once('message', resolve))));
+  const args = ['--worker', lib, JSON.stringify(urls), name, String(durationMs), String(shape.loops), String(shape.holdMs), String(shape.thinkMs)];
+  const children = Array.from({ length: workers }, () => new Worker<ToWorker, FromWorker>(fileURLToPath(import.meta.url), args));
+  await Promise.all(children.map((child) => child.expect('ready')));
   await Promise.all(admins.map((admin) => admin.config('RESETSTAT')));
-  const results = children.map(
-    (child) =>
-      new Promise<WorkerResult>((resolve, reject) => {
-        child.on('message', (message: { result?: WorkerResult }) => message.result && resolve(message.result));
-        child.once('exit', (code) => code !== 0 && reject(new Error(`${lib} worker exited with ${code}`)));
-      }),
-  );
   const started = performance.now();
-  for (const child of children) child.send('go');
-  const all = await Promise.all(results);
+  for (const child of children) child.send({ type: 'go' });
+  const all = await Promise.all(children.map(async (child) => (await child.expect('result')).result));
   const elapsed = performance.now() - started;
   const calls = await commandCalls(admins);
   const acquisitions = all.reduce((sum, r) => sum + r.acquisitions, 0);
-  const waits = all.flatMap((r) => r.waits).sort((a, b) => a - b);
+  const waits = all.flatMap((r) => r.waits);
   const holds = all.flatMap((r) => r.holds).sort((a, b) => a[0] - b[0]);
   let overlaps = 0;
   for (let i = 1; i < holds.length; i++) if (holds[i]![0] < holds[i - 1]![1] - 0.05) overlaps++;
@@ -235,7 +225,7 @@ async function run(lib: Lib, urls: string[], admins: Redis[], durationMs: number
     perSecond: acquisitions / (Math.min(elapsed, durationMs + 1_000) / 1_000),
     p50: percentile(waits, 50),
     p99: percentile(waits, 99),
-    max: waits.at(-1) ?? Number.NaN,
+    max: percentile(waits, 100),
     commandsPerAcquisition: calls / Math.max(1, acquisitions),
     overlaps,
     peak,

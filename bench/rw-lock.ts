@@ -9,13 +9,14 @@
 // over all processes, and the wait (from the acquire call to holding) per side. The kinds alternate
 // for `--rounds` rounds, so that a change in the machine's load hits both. Prints a table and writes
 // ../docs/benchmarks/rw-lock.md. It runs relock's TypeScript source (through tsx), not dist/.
-import { fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg, cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parent, Worker } from './lib/fork.ts';
 import { TARGETS } from './lib/plan.ts';
+import { percentile } from './lib/stats.ts';
 
 type Kind = 'lock' | 'rw';
 const KINDS: Record<Kind, string> = { lock: 'client.lock()', rw: 'client.readWriteLock()' };
@@ -30,9 +31,12 @@ interface WorkerResult {
   writeWaits: number[];
   overlaps: number;
 }
+type ToWorker = { type: 'go' } | { type: 'close' };
+type FromWorker = { type: 'ready' } | { type: 'result'; result: WorkerResult };
 
 /** The worker: one client, `loops` loops over one name for `seconds`, then reports. */
 async function worker(): Promise<void> {
+  const { send, next } = parent<ToWorker, FromWorker>();
   const { LockClient } = await import('../src/index.ts');
   const [url, kind, name, loops, seconds] = process.argv.slice(3) as [string, Kind, string, string, string];
   const client = new LockClient({ redis: url });
@@ -42,8 +46,8 @@ async function worker(): Promise<void> {
   await lock.isLocked(); // connected before the clock starts
   let writing = 0;
   let reading = 0;
-  process.send!({ ready: true });
-  await new Promise((resolve) => process.once('message', resolve));
+  send({ type: 'ready' });
+  await next('go');
   const until = performance.now() + Number(seconds) * 1_000;
   const loop = async () => {
     while (performance.now() < until) {
@@ -66,14 +70,10 @@ async function worker(): Promise<void> {
     }
   };
   await Promise.all(Array.from({ length: Number(loops) }, loop));
-  process.send!(result);
+  send({ type: 'result', result });
+  await next('close');
   await client.close();
   process.disconnect();
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 interface RoundResult {
@@ -88,16 +88,11 @@ interface RoundResult {
 
 async function round(url: string, kind: Kind, processes: number, loops: number, seconds: number): Promise<RoundResult> {
   const name = `bench-rw:${kind}:${Math.random().toString(36).slice(2)}`;
-  const self = fileURLToPath(import.meta.url);
-  const children = Array.from({ length: processes }, () =>
-    fork(self, ['worker', url, kind, name, String(loops), String(seconds)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-  );
-  const exited = children.map((child) => new Promise((resolve) => child.once('exit', resolve)));
-  await Promise.all(children.map((child) => new Promise((resolve) => child.once('message', resolve))));
-  const results = children.map((child) => new Promise<WorkerResult>((resolve) => child.once('message', (message) => resolve(message as WorkerResult))));
-  for (const child of children) child.send('go');
-  const all = await Promise.all(results);
-  await Promise.all(exited);
+  const workers = Array.from({ length: processes }, () => new Worker<ToWorker, FromWorker>(fileURLToPath(import.meta.url), ['worker', url, kind, name, String(loops), String(seconds)]));
+  await Promise.all(workers.map((worker) => worker.expect('ready')));
+  for (const worker of workers) worker.send({ type: 'go' });
+  const all = await Promise.all(workers.map(async (worker) => (await worker.expect('result')).result));
+  await Promise.all(workers.map((worker) => worker.close()));
   const sum = (f: (r: WorkerResult) => number) => all.reduce((total, r) => total + f(r), 0);
   return {
     kind,
@@ -142,8 +137,8 @@ async function main(): Promise<void> {
   const loadAtEnd = loadavg();
   const rows = (['lock', 'rw'] as const).map((kind) => {
     const mine = rounds_.filter((r) => r.kind === kind);
-    const readWaits = mine.flatMap((r) => r.readWaits).sort((a, b) => a - b);
-    const writeWaits = mine.flatMap((r) => r.writeWaits).sort((a, b) => a - b);
+    const readWaits = mine.flatMap((r) => r.readWaits);
+    const writeWaits = mine.flatMap((r) => r.writeWaits);
     return {
       kind,
       perSecond: mine.reduce((t, r) => t + r.perSecond, 0) / mine.length,

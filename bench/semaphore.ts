@@ -5,7 +5,6 @@
 // Each library runs in processes of its own (child processes of this one). Prints a table and
 // writes it to docs/benchmarks/semaphore.md. About a minute:
 //   cd bench && node --import tsx semaphore.ts
-import { fork, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -15,7 +14,9 @@ import { Semaphore as RedisSemaphore } from 'redis-semaphore';
 import type { LockClient } from '../src/index.ts';
 import { startRedis } from '../test/helpers/redis.ts';
 import { now } from './lib/clock.ts';
+import { parent, Worker } from './lib/fork.ts';
 import { TARGETS } from './lib/plan.ts';
+import { median, percentile } from './lib/stats.ts';
 
 const PERMITS = 3;
 const PROCESSES = 4;
@@ -102,15 +103,13 @@ interface Result {
 type ToWorker = { type: 'go'; mode: 'uncontended' | 'contended'; endAt: number } | { type: 'close' };
 type FromWorker = { type: 'ready' } | { type: 'result'; result: Result };
 
-const nextMessage = () => new Promise<ToWorker>((resolve) => process.once('message', (message: ToWorker) => resolve(message)));
-
 async function worker(library: Library, url: string): Promise<void> {
-  const send = (message: FromWorker) => process.send!(message);
+  const { send, next } = parent<ToWorker, FromWorker>();
   const lib = await adapter(library, url);
   // Warm-up on a name of its own: connections open, scripts load, code is compiled.
   for (let i = 0; i < 100; i++) await (await lib.acquire(`warmup:${process.pid}`)).release();
   send({ type: 'ready' });
-  for (let message = await nextMessage(); message.type === 'go'; message = await nextMessage()) {
+  for (let message = await next('go', 'close'); message.type === 'go'; message = await next('go', 'close')) {
     const result: Result = { acquisitions: 0, cpuMicros: 0, waits: [], intervals: [] };
     const { endAt } = message;
     const cpu = process.cpuUsage();
@@ -146,37 +145,8 @@ async function worker(library: Library, url: string): Promise<void> {
 
 // ---------------------------------------------------------------- orchestrator
 
-class Worker {
-  readonly child: ChildProcess;
-  readonly #messages: FromWorker[] = [];
-  #waiting: ((message: FromWorker) => void) | undefined;
-
-  constructor(library: Library, url: string) {
-    this.child = fork(fileURLToPath(import.meta.url), ['worker', library, url], { execArgv: ['--import', 'tsx'] });
-    this.child.on('message', (message: FromWorker) => {
-      if (this.#waiting) {
-        const resolve = this.#waiting;
-        this.#waiting = undefined;
-        resolve(message);
-      } else this.#messages.push(message);
-    });
-  }
-
-  next(): Promise<FromWorker> {
-    const queued = this.#messages.shift();
-    return queued ? Promise.resolve(queued) : new Promise((resolve) => (this.#waiting = resolve));
-  }
-
-  send(message: ToWorker): void {
-    this.child.send(message);
-  }
-
-  async close(): Promise<void> {
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.send({ type: 'close' });
-    await Promise.race([exited, sleep(5_000).then(() => this.child.kill('SIGKILL'))]);
-  }
-}
+/** A worker process of one library (this file, forked with 'worker'). */
+const forkWorker = (library: Library, url: string) => new Worker<ToWorker, FromWorker>(fileURLToPath(import.meta.url), ['worker', library, url]);
 
 /** Redis's CPU seconds (user + system) since it started. */
 async function redisCpu(admin: Redis): Promise<number> {
@@ -213,9 +183,6 @@ function commandsPer(stats: Map<string, number>, library: Library, acquisitions:
   return { total: total / acquisitions, sent: sent / acquisitions, top };
 }
 
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-const median = (values: readonly number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
-
 /** The most permits held at once over every process (the limit check), from the critical sections. */
 function peak(intervals: readonly Interval[]): number {
   const events = intervals.flatMap(([enter, leave]) => [
@@ -238,8 +205,8 @@ interface Uncontended {
 }
 
 async function uncontended(url: string, admin: Redis): Promise<Record<Library, Uncontended>> {
-  const workers = Object.fromEntries(LIBRARIES.map((library) => [library, new Worker(library, url)])) as Record<Library, Worker>;
-  for (const library of LIBRARIES) await workers[library].next();
+  const workers = Object.fromEntries(LIBRARIES.map((library) => [library, forkWorker(library, url)])) as Record<Library, Worker<ToWorker, FromWorker>>;
+  for (const library of LIBRARIES) await workers[library].expect('ready');
   const rates: Record<Library, number[]> = { relock: [], 'redis-semaphore': [] };
   const counts: Record<Library, { acquisitions: number; stats: Map<string, number>; clientCpu: number; redisCpu: number }> = {
     relock: { acquisitions: 0, stats: new Map(), clientCpu: 0, redisCpu: 0 },
@@ -253,9 +220,8 @@ async function uncontended(url: string, admin: Redis): Promise<Record<Library, U
       const cpuBefore = await redisCpu(admin);
       const startedAt = now();
       workers[library].send({ type: 'go', mode: 'uncontended', endAt: startedAt + SLICE_MS });
-      const message = await workers[library].next();
+      const message = await workers[library].expect('result');
       const elapsed = now() - startedAt;
-      if (message.type !== 'result') throw new Error('expected a result');
       rates[library].push((message.result.acquisitions / elapsed) * 1000);
       counts[library].acquisitions += message.result.acquisitions;
       counts[library].clientCpu += message.result.cpuMicros;
@@ -283,32 +249,28 @@ interface Contended {
 }
 
 async function contended(library: Library, url: string, admin: Redis): Promise<Contended> {
-  const workers = Array.from({ length: PROCESSES }, () => new Worker(library, url));
-  for (const worker of workers) await worker.next();
+  const workers = Array.from({ length: PROCESSES }, () => forkWorker(library, url));
+  for (const worker of workers) await worker.expect('ready');
   await admin.config('RESETSTAT');
   const startedAt = now() + 50;
   const endAt = startedAt + CONTENDED_MS;
   for (const worker of workers) worker.send({ type: 'go', mode: 'contended', endAt });
   const results: Result[] = [];
-  for (const worker of workers) {
-    const message = await worker.next();
-    if (message.type !== 'result') throw new Error('expected a result');
-    results.push(message.result);
-  }
+  for (const worker of workers) results.push((await worker.expect('result')).result);
   const stats = await commandStats(admin);
   await Promise.all(workers.map((worker) => worker.close()));
   const acquisitions = results.reduce((sum, result) => sum + result.acquisitions, 0);
   const intervals = results.flatMap((result) => result.intervals);
-  const waits = results.flatMap((result) => result.waits).sort((a, b) => a - b);
+  const waits = results.flatMap((result) => result.waits);
   // Permit time used inside the measured window, over the permits the window offered.
   const lastLeave = Math.max(...intervals.map(([, leave]) => leave));
   const held = intervals.reduce((sum, [enter, leave]) => sum + Math.max(0, Math.min(leave, lastLeave) - Math.max(enter, startedAt)), 0);
   return {
     opsPerSecond: (acquisitions / (lastLeave - startedAt)) * 1000,
     utilisation: held / (PERMITS * (lastLeave - startedAt)),
-    waitP50: quantile(waits, 0.5),
-    waitP99: quantile(waits, 0.99),
-    waitMax: waits.at(-1) ?? Number.NaN,
+    waitP50: percentile(waits, 50),
+    waitP99: percentile(waits, 99),
+    waitMax: percentile(waits, 100),
     peak: peak(intervals),
     commands: commandsPer(stats, library, acquisitions),
   };

@@ -1,12 +1,12 @@
 // Runs one case: one library, one scenario, one size, one repetition. Forks the workers, resets
 // Redis's counters once every client is connected and warm, says 'go', and turns what the workers
 // and Redis report into the figures of the report.
-import { fork, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { now } from './clock.ts';
+import { Worker } from './fork.ts';
 import type { FromWorker, Interval, ScenarioId, ScenarioParams, ToWorker, WorkerResult } from './protocol.ts';
 import { clean, reset, snapshot, totalCommands, type Snapshot } from './redis-stats.ts';
 import { handOffLegs, type HandOffLegs } from './trace.ts';
@@ -69,81 +69,9 @@ export interface CaseFigures {
 
 export type CaseResult = { ok: true; figures: CaseFigures; seconds: number } | { ok: false; error: string; seconds: number };
 
-class Worker {
-  readonly child: ChildProcess;
-  readonly #inbox: FromWorker[] = [];
-  #waiting: ((message: FromWorker) => void) | undefined;
-  #exited = false;
-
-  constructor(log: WriteStream) {
-    this.child = fork(WORKER, [], {
-      execArgv: ['--import', 'tsx', '--expose-gc'],
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    });
-    // Libraries that print (warnings, errors of their own timers) go to the log, not the terminal.
-    this.child.stdout?.on('data', (chunk: Buffer) => log.write(chunk));
-    this.child.stderr?.on('data', (chunk: Buffer) => log.write(chunk));
-    this.child.on('message', (message: FromWorker) => {
-      if (this.#waiting) this.#waiting(message);
-      else this.#inbox.push(message);
-    });
-    this.child.once('exit', (code, signal) => {
-      this.#exited = true;
-      const message: FromWorker = { type: 'error', message: `worker exited (${signal ?? code})` };
-      if (this.#waiting) this.#waiting(message);
-      else this.#inbox.push(message);
-    });
-  }
-
-  send(message: ToWorker): void {
-    if (!this.#exited) this.child.send(message);
-  }
-
-  /** The next message, which must be of `type`; a worker error or exit rejects. */
-  async expect<T extends FromWorker['type']>(type: T, deadline: number): Promise<Extract<FromWorker, { type: T }>> {
-    const message =
-      this.#inbox.shift() ??
-      (await new Promise<FromWorker>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          this.#waiting = undefined;
-          reject(new Error(`timed out waiting for '${type}'`));
-        }, Math.max(0, deadline - now()));
-        this.#waiting = (received) => {
-          clearTimeout(timer);
-          this.#waiting = undefined;
-          resolve(received);
-        };
-      }));
-    if (message.type === 'error') throw new Error(message.message);
-    if (message.type !== type) throw new Error(`expected '${type}', got '${message.type}'`);
-    return message as Extract<FromWorker, { type: T }>;
-  }
-
-  /** Acquisitions so far, or undefined when the worker does not answer within a second. */
-  async progress(): Promise<number | undefined> {
-    if (this.#exited) return undefined;
-    this.#inbox.length = 0;
-    this.send({ type: 'progress' });
-    try {
-      return (await this.expect('progress', now() + 1000)).acquired;
-    } catch {
-      return undefined;
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.#exited) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.send({ type: 'close' });
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 8_000);
-    await exited;
-    clearTimeout(timer);
-  }
-
-  kill(): void {
-    if (!this.#exited) this.child.kill('SIGKILL');
-  }
-}
+/** A worker of lib/worker.ts; --expose-gc for scenario 5's heap readings. */
+type MainWorker = Worker<ToWorker, FromWorker>;
+const forkWorker = (log: WriteStream): MainWorker => new Worker(WORKER, [], { log, execArgv: ['--expose-gc'] });
 
 function legsOf(spec: CaseSpec, results: WorkerResult[]): { legs?: HandOffLegs } {
   if (!spec.params(0).trace) return {};
@@ -255,7 +183,7 @@ export async function runCase(stats: Redis, url: string, spec: CaseSpec, log: Wr
     if (process.env.BENCH_DEBUG) process.stderr.write(`[${name} ${(now() - phaseAt).toFixed(0)} ms] `);
     phaseAt = now();
   };
-  const workers = Array.from({ length: spec.processes }, () => new Worker(log));
+  const workers = Array.from({ length: spec.processes }, () => forkWorker(log));
   try {
     workers.forEach((worker, index) =>
       worker.send({ type: 'setup', adapter: spec.adapter, url, scenario: spec.scenario, params: spec.params(index), index }),
@@ -302,7 +230,7 @@ export async function runCase(stats: Redis, url: string, spec: CaseSpec, log: Wr
   } catch (error) {
     let message = error instanceof Error ? error.message : String(error);
     if (message.startsWith('timed out')) {
-      const counts = await Promise.all(workers.map((worker) => worker.progress()));
+      const counts = await Promise.all(workers.map(async (worker) => (await worker.ask({ type: 'progress' }, 'progress', 1000))?.acquired));
       const expected = spec.scenario === 'herd' || spec.scenario === 'many' ? expectedAcquisitions(spec) : undefined;
       const acquired = counts.reduce<number>((sum, count) => sum + (count ?? 0), 0);
       message = `did not finish within ${spec.timeoutMs / 1000} s${expected ? `: ${acquired} of ${expected} acquisitions done` : ''}`;
@@ -334,7 +262,7 @@ export async function runSliced(
   const startedAt = now();
   interface Entry {
     spec: CaseSpec;
-    worker: Worker;
+    worker: MainWorker;
     deadline: number;
     results: WorkerResult[];
     load: Load;
@@ -346,7 +274,7 @@ export async function runSliced(
   for (const spec of specs) {
     const began = now();
     await reset(stats);
-    const worker = new Worker(log);
+    const worker = forkWorker(log);
     const entry: Entry = { spec, worker, deadline: began + spec.timeoutMs, results: [], load: { commands: new Map(), cpuSeconds: 0, connections: 0 }, seconds: 0 };
     entries.push(entry);
     try {

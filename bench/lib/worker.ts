@@ -4,11 +4,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { load } from '../adapters/index.ts';
 import type { Held, LockAdapter } from '../adapters/types.ts';
 import { now } from './clock.ts';
+import { parent } from './fork.ts';
 import type { FromWorker, Interval, ScenarioId, ScenarioParams, ToWorker, WorkerResult } from './protocol.ts';
 import { instrument, type TraceEvent } from './trace.ts';
 import { NAME_PREFIX } from './redis-stats.ts';
 
-const send = (message: FromWorker) => process.send?.(message);
+/** To the orchestrator, and its next message of one of some types. */
+const { send, next } = parent<ToWorker, FromWorker>();
 
 /** The measured critical sections, counted for a 'progress' question. */
 let measured = 0;
@@ -54,18 +56,6 @@ function prefixed(adapter: LockAdapter): LockAdapter {
     ...(adapter.reenter ? { reenter: (name: string, rounds: number) => adapter.reenter!(`${NAME_PREFIX}${name}`, rounds) } : {}),
     close: () => adapter.close(),
   };
-}
-
-/** Waits for the orchestrator's next message of one of the types. */
-function next<T extends ToWorker['type']>(...types: T[]): Promise<Extract<ToWorker, { type: T }>> {
-  return new Promise((resolve) => {
-    const listener = (message: ToWorker) => {
-      if (!types.includes(message.type as T)) return;
-      process.off('message', listener);
-      resolve(message as Extract<ToWorker, { type: T }>);
-    };
-    process.on('message', listener);
-  });
 }
 
 /** One acquire, a critical section of `holdMs` (0: none), one release. */
