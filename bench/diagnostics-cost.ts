@@ -16,10 +16,11 @@
 // Figures are medians over slices; the machine is shared, so read differences of a few percent in
 // part 2 as noise. Options: --slices 15 --rounds 600 --settle 150 (part 2, per slice and variant)
 // --calls 5000000 (part 1, per slice).
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { channel, tracingChannel, type TracingChannelSubscribers } from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { copyBuild } from './lib/bundle.ts';
 import { parseArgs } from 'node:util';
 import type { Lease, LockClient as Client } from '../dist/index.mjs';
 import { context, metrics, trace } from '@opentelemetry/api';
@@ -153,10 +154,7 @@ const dist = join(here, '..', 'dist', 'index.mjs');
 let from: string;
 let otelFrom: string;
 if (existsSync(dist)) {
-  mkdirSync(join(here, 'results', 'diagnostics-dist'), { recursive: true });
-  copyFileSync(dist, join(here, 'results', 'diagnostics-dist', 'index.mjs'));
-  copyFileSync(join(here, '..', 'dist', 'otel.mjs'), join(here, 'results', 'diagnostics-dist', 'otel.mjs'));
-  from = pathToFileURL(join(here, 'results', 'diagnostics-dist', 'index.mjs')).href;
+  from = copyBuild(join(here, '..', 'dist'), join(here, 'results', 'diagnostics-dist'));
   otelFrom = pathToFileURL(join(here, 'results', 'diagnostics-dist', 'otel.mjs')).href;
 } else {
   from = new URL('../src/index.ts', import.meta.url).href;

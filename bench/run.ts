@@ -10,10 +10,11 @@
 // git or its commit it is left out with a note. RELOCK_BASELINE_COMMIT=<commit> builds another one
 // (lib/baseline.ts).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { copyBuild } from './lib/bundle.ts';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ADAPTERS } from './adapters/index.ts';
@@ -68,11 +69,7 @@ if (values['report-only']) {
 
 // relock's bundle, copied once: \`npm run build\` empties dist/ first, and a build elsewhere while
 // this runs must not break the workers. The copy resolves its dependencies up the tree, as dist/ does.
-const dist = join(here, '..', 'dist', 'index.mjs');
-if (!existsSync(dist)) throw new Error(`${dist} is missing: run \`npm run build\` at the root first (\`npm run bench\` does)`);
-mkdirSync(join(resultsDir, 'relock-dist'), { recursive: true });
-copyFileSync(dist, join(resultsDir, 'relock-dist', 'index.mjs'));
-process.env.RELOCK_BUNDLE = pathToFileURL(join(resultsDir, 'relock-dist', 'index.mjs')).href;
+process.env.RELOCK_BUNDLE = copyBuild(join(here, '..', 'dist'), join(resultsDir, 'relock-dist'));
 
 // relock before this change, built from git when it is among the libraries (lib/baseline.ts).
 let baselineCommit: string | undefined;

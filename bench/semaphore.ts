@@ -5,9 +5,11 @@
 // Each library runs in processes of its own (child processes of this one). Prints a table and
 // writes it to docs/benchmarks/semaphore.md. About a minute:
 //   cd bench && node --import tsx semaphore.ts
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { copyBuild } from './lib/bundle.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Semaphore as RedisSemaphore } from 'redis-semaphore';
@@ -55,12 +57,9 @@ interface Adapter {
  * Else its TypeScript source, through tsx.
  */
 function prepareRelock(): string {
-  const dist = new URL('../dist/index.mjs', import.meta.url);
-  if (!existsSync(dist) || !readFileSync(dist, 'utf8').includes('semaphore(name, options)')) return 'its TypeScript source (through tsx: no build with the semaphore in dist/)';
-  const dir = new URL('./results/relock-dist-semaphore/', import.meta.url);
-  mkdirSync(dir, { recursive: true });
-  copyFileSync(dist, new URL('index.mjs', dir));
-  process.env.RELOCK_BUNDLE = pathToFileURL(fileURLToPath(new URL('index.mjs', dir))).href;
+  const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+  if (!existsSync(join(dist, 'index.mjs'))) return 'its TypeScript source (through tsx: no build in dist/)';
+  process.env.RELOCK_BUNDLE = copyBuild(dist, fileURLToPath(new URL('./results/relock-dist-semaphore/', import.meta.url)));
   return 'the ESM bundle in dist/ (`npm run build`), on the bench\'s ioredis';
 }
 

@@ -4,9 +4,10 @@
 // rollup config of that commit), and its ESM bundle copied to bench/results/baseline/index.mjs,
 // where it resolves its dependencies up the tree as relock's own copy does. Built once per commit.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { copyBuild } from './bundle.ts';
 
 /** The code before the runtime restructuring and the uncontended fast path (issue 8). */
 const DEFAULT_BASELINE = 'a8e97c5';
@@ -49,8 +50,7 @@ export function baselineBundle(root: string, results: string, commit = BASELINE_
     run(['scripts/gen-lua.mjs']);
     // `npx rollup -c` without npx: the root's own rollup, as its build script runs it.
     run([join(src, 'node_modules', 'rollup', 'dist', 'bin', 'rollup'), '-c']);
-    mkdirSync(out, { recursive: true });
-    copyFileSync(join(src, 'dist', 'index.mjs'), bundle);
+    copyBuild(join(src, 'dist'), out);
     writeFileSync(stamp, `${sha}\n`);
   } catch (error) {
     const detail = error instanceof Error ? ((error as { stderr?: Buffer }).stderr?.toString().trim().split('\n').slice(-3).join(' ') || error.message) : String(error);
