@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from './api.ts';
 import { portOf } from './port/clients.ts';
-import { useIoredis } from './port/ioredis.ts';
+import { useIoredis } from './port/ioredis-connection.ts';
 import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';

@@ -10,20 +10,14 @@ export type { AcquireTraceContext, LockKind, LostMessage, RenewMessage, Topology
 export type { MultiLock } from './multi-lock/multi-lock.ts';
 export type { MultiLease } from './multi-lock/multi-lease.ts';
 export { LockError, LockLostError, LockNotHeldError, LockTimeoutError, type LockErrorCode, type LockErrorOptions } from './errors.ts';
+export type { AcquireOptions, LatchWaitOptions, Layout, LockClientOptions, SemaphoreOptions, TryAcquireOptions, TrySetCountOptions } from './options.ts';
 export type {
-  AcquireOptions,
   AnyRedisClient,
   GlideClientLike,
   GlideClusterLike,
   IoredisModule,
-  LatchWaitOptions,
-  Layout,
-  LockClientOptions,
   NodeRedisClient,
   NodeRedisCluster,
   RedisClient,
   RedisConnectionOptions,
-  SemaphoreOptions,
-  TryAcquireOptions,
-  TrySetCountOptions,
-} from './options.ts';
+} from './port/clients.ts';

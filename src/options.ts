@@ -1,137 +1,8 @@
-// The public option types; validate.ts checks them before any I/O.
-import type { RedisOptions } from './port/ioredis.ts';
+// The public option types; validate.ts checks them before any I/O. The clients' shapes and the
+// ioredis options live with their adapters (src/port/, listed in port/clients.ts).
+import type { AnyRedisClient, IoredisModule, RedisConnectionOptions } from './port/clients.ts';
 
-/**
- * The parts of an ioredis `Redis` or `Cluster` that relock calls. Any ioredis 5 or 6 client fits;
- * relock never adds commands to it (no `defineCommand`), it only sends EVALSHA/EVAL and a few reads.
- *
- * @example
- * ```ts
- * const redis = new Redis(process.env.REDIS_URL); // yours: relock.close() leaves it open
- * const client = new LockClient({ redis });
- * ```
- */
-export interface RedisClient {
-  readonly options?:
-    | { readonly keyPrefix?: string | undefined; readonly redisOptions?: { readonly keyPrefix?: string | undefined } | undefined }
-    | undefined;
-  readonly isCluster?: boolean;
-  readonly status?: string;
-  evalsha(...args: any[]): Promise<unknown>;
-  eval(...args: any[]): Promise<unknown>;
-  type(...args: any[]): Promise<string>;
-  hget(...args: any[]): Promise<string | null>;
-  pttl(...args: any[]): Promise<number>;
-  duplicate(...args: any[]): unknown;
-  subscribe(...args: any[]): Promise<unknown>;
-  unsubscribe(...args: any[]): Promise<unknown>;
-  quit(...args: any[]): Promise<unknown>;
-  disconnect(...args: any[]): void;
-  on(event: string, listener: (...args: any[]) => void): unknown;
-  off(event: string, listener: (...args: any[]) => void): unknown;
-}
-
-/**
- * A node-redis 5 or 6 client (`createClient()`, RESP2 or RESP3), connected before relock uses it:
- * relock sends its scripts through `sendCommand`, duplicates it once for its subscriber (without
- * reconnection limits of the user's), and never opens, closes or listens for `'error'` on it.
- *
- * @example
- * ```ts
- * const redis = await createClient({ url: process.env.REDIS_URL }).connect(); // yours: close it yourself
- * const client = new LockClient({ redis });
- * ```
- */
-export interface NodeRedisClient {
-  /** True from `connect()` until the client is closed: relock sends nothing on a client that is not open. */
-  readonly isOpen: boolean;
-  /** True while connected: relock tells a client still connecting from one that lost its server. */
-  readonly isReady: boolean;
-  /** How relock sends its scripts and reads. */
-  sendCommand(...args: any[]): Promise<unknown>;
-  /** How relock makes its subscriber connection. */
-  duplicate(...args: any[]): unknown;
-}
-
-/**
- * A node-redis 5 or 6 Cluster (`createCluster()`), connected before relock uses it: scripts go
- * through `sendCommand` by their key's slot; relock subscribes on connections of its own to the
- * masters, made from the Cluster's clients for them (sharded pub/sub on Redis 7 and later).
- *
- * @example
- * ```ts
- * const redis = await createCluster({ rootNodes: [{ url: 'redis://10.0.0.1:7000' }] }).connect();
- * const client = new LockClient({ redis });
- * ```
- */
-export interface NodeRedisCluster {
-  /** True from `connect()` until the Cluster is closed: relock sends nothing on one that is not open. */
-  readonly isOpen: boolean;
-  /** The masters of the slot map: where relock opens its shard subscribers. */
-  readonly masters: readonly unknown[];
-  /** How relock sends its scripts and reads, routed by their key's slot. */
-  sendCommand(...args: any[]): Promise<unknown>;
-  /** The Cluster's client for one node: relock duplicates it for a shard subscriber. */
-  nodeClient(...args: any[]): unknown;
-}
-
-/**
- * A GLIDE client (`GlideClient.createClient()` of @valkey/valkey-glide 2.3 or later): scripts go
- * through `customCommand`; relock subscribes on a GLIDE client of its own, created from the
- * configuration yours was created with (docs/clients.md, "GLIDE").
- *
- * @example
- * ```ts
- * const redis = await GlideClient.createClient({ addresses: [{ host: '10.0.0.1', port: 6379 }], requestTimeout: 1_000 });
- * const client = new LockClient({ redis });
- * ```
- */
-export interface GlideClientLike {
-  /** How relock sends its scripts and reads. */
-  customCommand(...args: any[]): Promise<unknown>;
-  /** GLIDE's pub/sub queue: how relock tells a GLIDE client from others. */
-  getPubSubMessage(...args: any[]): Promise<unknown>;
-  /** Subscriptions that change at run time (GLIDE 2.3): what relock's one subscriber needs. */
-  subscribeLazy(...args: any[]): Promise<unknown>;
-  /** Whether the subscriptions asked for are in place: relock's subscriber checks its own. */
-  getSubscriptions(...args: any[]): Promise<unknown>;
-}
-
-/**
- * A GLIDE Cluster client (`GlideClusterClient.createClient()`, GLIDE 2.3 or later): scripts are
- * routed to the primary of their key's slot; relock's own GLIDE Cluster client subscribes, sharded
- * (SSUBSCRIBE) where the servers have it.
- *
- * @example
- * ```ts
- * const redis = await GlideClusterClient.createClient({ addresses: [{ host: '10.0.0.1', port: 7000 }], requestTimeout: 1_000 });
- * const client = new LockClient({ redis });
- * ```
- */
-export interface GlideClusterLike extends GlideClientLike {
-  /** Sharded subscriptions: relock's subscriber uses them on Redis 7 and later. */
-  ssubscribeLazy(...args: any[]): Promise<unknown>;
-}
-
-/**
- * A client relock can be given: ioredis (or iovalkey) `Redis`/`Cluster`, node-redis client or
- * Cluster, GLIDE client or Cluster client.
- */
-export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster | GlideClientLike | GlideClusterLike;
-
-/**
- * ioredis connection options, exactly as `new Redis(options)` takes them, less `keyPrefix` (refused:
- * use `prefix`). Where they leave them unset, relock gives the connections it makes fail-fast
- * defaults (see docs/guarantees.md, "Redis unreachable").
- * ioredis is an optional peer: in a project without it these options are not type-checked (they
- * need ioredis at run time anyway), and relock's declarations still compile there.
- *
- * @example
- * ```ts
- * new LockClient({ redis: { host: 'redis.internal', port: 6380, password: process.env.REDIS_PASSWORD } });
- * ```
- */
-export type RedisConnectionOptions = Omit<RedisOptions, 'keyPrefix'> & { readonly keyPrefix?: never };
+export type { AnyRedisClient, IoredisModule, RedisConnectionOptions };
 
 /**
  * A key layout: `'relock'` (relock's own, under `prefix`) or `'redisson'` (Redisson's, shared with
@@ -217,17 +88,6 @@ export interface LockClientOptions {
    */
   ioredis?: IoredisModule | undefined;
 }
-
-/**
- * The ioredis module as `import Redis from 'ioredis'` (or `import * as ioredis from 'ioredis'`, or
- * iovalkey's) gives it: relock calls its `Redis` constructor. See {@link LockClientOptions.ioredis}.
- */
-export type IoredisModule =
-  | Function
-  | {
-      /** ioredis's `Redis` class. */
-      readonly Redis: Function;
-    };
 
 /**
  * Options of `lock.acquire()` and `lock.runExclusive()`. Unknown keys are refused with a `TypeError`.

@@ -1,7 +1,6 @@
 // The check* functions: every argument is validated here, before any I/O, with a message naming it.
 import type { AnyRedisClient, Layout, RedisConnectionOptions } from './options.ts';
-import { isClient, isIoredisClient } from './port/clients.ts';
-import { glideRefusal, isGlideClient } from './port/glide.ts';
+import { adapterOf, CLIENTS } from './port/clients.ts';
 
 /** The largest delay a Node timer can hold (2^31 - 1 ms, about 24.8 days). */
 export const MAX_TIMER_MS = 2_147_483_647;
@@ -171,11 +170,8 @@ export function checkIoredisModule(value: unknown): { readonly Redis: new (...ar
 /** The redis option: a client, a URL or connection options; never one with ioredis keyPrefix. */
 export function checkRedis(value: unknown): string | AnyRedisClient | RedisConnectionOptions {
   if (value === undefined) return DEFAULTS.redis;
-  const keyPrefix = isIoredisClient(value)
-    ? (value.options?.keyPrefix ?? value.options?.redisOptions?.keyPrefix)
-    : typeof value === 'object' && value !== null && !isClient(value)
-      ? (value as { keyPrefix?: unknown }).keyPrefix
-      : undefined;
+  const adapter = adapterOf(value);
+  const keyPrefix = adapter ? adapter.keyPrefix?.(value as AnyRedisClient) : typeof value === 'object' && value !== null ? (value as { keyPrefix?: unknown }).keyPrefix : undefined;
   if (keyPrefix !== undefined && keyPrefix !== '') {
     throw new TypeError(
       `Expected \`redis\` without ioredis \`keyPrefix\`, got keyPrefix ${show(keyPrefix)}: ioredis prefixes script keys but not pub/sub channels, so use relock's \`prefix\` option instead`,
@@ -197,11 +193,9 @@ export function checkRedis(value: unknown): string | AnyRedisClient | RedisConne
       `Expected \`redis\` to be ${CLIENTS}, got a Bun.RedisClient, which relock does not support: its subscriber connection reconnects without subscribing again (waiters would miss every release), it has no Cluster client and no per-command timeout; on Bun, pass a URL or an ioredis client (docs/compatibility.md#runtimes)`,
     );
   }
-  const refusal = isGlideClient(value) ? glideRefusal(value) : undefined;
-  if (refusal !== undefined) {
-    throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a GLIDE client (${(value as object).constructor?.name || 'GLIDE'}) relock cannot use: ${refusal} (docs/clients.md#glide)`);
-  }
-  if (!isClient(value)) checkConnectionOptions(value);
+  const refusal = adapter?.refusal?.(value as AnyRedisClient);
+  if (refusal !== undefined) throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, ${refusal}`);
+  if (!adapter) checkConnectionOptions(value);
   return value as AnyRedisClient | RedisConnectionOptions;
 }
 
@@ -210,9 +204,6 @@ function isBunRedisClient(value: object): boolean {
   const RedisClient = (globalThis as { Bun?: { RedisClient?: unknown } }).Bun?.RedisClient;
   return typeof RedisClient === 'function' && value instanceof RedisClient;
 }
-
-/** What `redis` may be, for messages. */
-const CLIENTS = 'a URL, ioredis options, an ioredis/iovalkey Redis or Cluster, a node-redis client or Cluster, or a GLIDE 2.3+ client';
 
 /**
  * Every option name of ioredis 5 and 6 (`RedisOptions`: the common, standalone, sentinel and Node
@@ -237,9 +228,6 @@ const IOREDIS_OPTIONS = new Set(
 function checkConnectionOptions(value: object): void {
   const proto = Object.getPrototypeOf(value) as unknown;
   const kind = (value as object).constructor?.name || 'a class';
-  if (/^Glide(Cluster)?Client$/.test(kind)) {
-    throw new TypeError(`Expected \`redis\` to be ${CLIENTS}, got a ${kind} without GLIDE's customCommand and getPubSubMessage: relock takes @valkey/valkey-glide 2.3 or later (docs/clients.md#glide)`);
-  }
   if (proto !== Object.prototype && proto !== null) {
     throw new TypeError(
       `Expected \`redis\` to be ${CLIENTS}, got an instance of ${kind}: relock cannot use it (no client of these families, and not plain options)`,

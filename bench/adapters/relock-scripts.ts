@@ -7,8 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { LockCommands } from '../../src/lock/commands.ts';
 import { lockKeys } from '../../src/lock/keys.ts';
-import type { RedisClient } from '../../src/options.ts';
-import { ioredisPort } from '../../src/port/ioredis.ts';
+import { ioredisPort, type RedisClient } from '../../src/port/ioredis.ts';
 import { ScriptRunner } from '../../src/runtime/script.ts';
 import { LEASE_MS, RETRY_MS, type Create } from './types.ts';
 

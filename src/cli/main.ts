@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ioredis } from '../port/ioredis.ts';
+import { hasIoredis } from '../port/ioredis-connection.ts';
 import { say } from './report.ts';
 import { parseRun, run, RUN_HELP, RUN_USAGE } from './run.ts';
 import { parseStatus, status, STATUS_HELP, STATUS_USAGE } from './status.ts';
@@ -60,16 +60,6 @@ function version(): string {
   return 'unknown';
 }
 
-/** Whether ioredis loads: every command connects with it (a project may have node-redis or GLIDE alone). */
-function ioredisInstalled(): boolean {
-  try {
-    ioredis();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Runs one command line; resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
@@ -104,7 +94,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${chosen.help}\n`);
     return EXIT.ok;
   }
-  if (!ioredisInstalled()) {
+  if (!hasIoredis()) {
     say('the relock command connects to Redis with ioredis, which is not installed here: `npm install ioredis` (the command line cannot use node-redis or GLIDE; a library user passes those clients in)');
     return EXIT.config;
   }

@@ -1,6 +1,6 @@
 // relock status: what Redis holds for a lock, read from its keys in one MULTI (a consistent snapshot):
 // the holders (owner field -> hold count), the lease left, the waiters and the last fencing token.
-import { CONNECTION_DEFAULTS, ioredis, type Redis } from '../port/ioredis.ts';
+import { CONNECTION_DEFAULTS, ioredis, type Redis } from '../port/ioredis-connection.ts';
 import { fairLockKeys } from '../fair-lock/keys.ts';
 import { lockKeys } from '../lock/keys.ts';
 import { classify, notALockHash } from '../runtime/script.ts';

@@ -1,38 +1,38 @@
-// Which client family a `redis` value is, and the port over it: the one place that picks an adapter.
-// Nothing here imports a client library (ioredis.ts loads ioredis only when relock opens a connection).
-import type { AnyRedisClient, GlideClientLike, NodeRedisClient, RedisClient, RedisConnectionOptions } from '../options.ts';
-import { glideLabel, glidePort, isGlideClient, isGlideCluster } from './glide.ts';
-import { ioredisPort, openConnection } from './ioredis.ts';
-import { isNodeRedisClient, isNodeRedisCluster, nodeRedisLabel, nodeRedisPort } from './node-redis.ts';
-import type { RedisPort } from './port.ts';
+// The client families relock knows, and the one place that tells which a `redis` value is
+// (adapterOf). Nothing here imports a client library (relock loads ioredis only when it opens a
+// connection itself). Adding a client is one adapter in its own file, listed here.
+import { glideAdapter, type GlideClientLike, type GlideClusterLike } from './glide.ts';
+import { connectionLabel, connectionPort, ioredisAdapter, type IoredisModule, type RedisClient, type RedisConnectionOptions } from './ioredis.ts';
+import { nodeRedisAdapter, type NodeRedisClient, type NodeRedisCluster } from './node-redis.ts';
+import type { ClientAdapter, RedisPort } from './port.ts';
 
-/** An ioredis-family `Redis` or `Cluster` (ioredis 5/6, iovalkey): `evalsha` and `duplicate`. */
-export function isIoredisClient(value: unknown): value is RedisClient {
-  return typeof value === 'object' && value !== null && typeof (value as RedisClient).evalsha === 'function' && typeof (value as RedisClient).duplicate === 'function';
-}
+export type { GlideClientLike, GlideClusterLike, IoredisModule, NodeRedisClient, NodeRedisCluster, RedisClient, RedisConnectionOptions };
 
-/** Any client relock knows: ioredis family, node-redis client or Cluster, GLIDE client or Cluster client (validate.ts refuses GLIDE before 2.3). */
-export function isClient(value: unknown): value is AnyRedisClient {
-  return isIoredisClient(value) || (typeof value === 'object' && value !== null && (isNodeRedisClient(value) || isNodeRedisCluster(value) || isGlideClient(value)));
-}
+/**
+ * A client relock can be given: ioredis (or iovalkey) `Redis`/`Cluster`, node-redis client or
+ * Cluster, GLIDE client or Cluster client.
+ */
+export type AnyRedisClient = RedisClient | NodeRedisClient | NodeRedisCluster | GlideClientLike | GlideClusterLike;
 
-/** Whether `value` is a Cluster client of any family. */
-export function isClusterClient(value: AnyRedisClient): boolean {
-  if (isIoredisClient(value)) return value.isCluster === true;
-  return isGlideClient(value) ? isGlideCluster(value) : isNodeRedisCluster(value);
+/** Every family, in the order a value is tried (no client of one family fits another's test). */
+const ADAPTERS: readonly ClientAdapter<AnyRedisClient>[] = [ioredisAdapter, nodeRedisAdapter, glideAdapter];
+
+/** What `redis` may be, for messages: a URL, ioredis options, or a client of a family. */
+export const CLIENTS = `a URL, ioredis options, ${ADAPTERS.map((adapter, i) => (i === ADAPTERS.length - 1 ? `or ${adapter.what}` : adapter.what)).join(', ')}`;
+
+/**
+ * The adapter of the family `value` is a client of, or undefined when it is none (a URL or ioredis
+ * options, from which relock opens an ioredis connection; or a mistake, which validate.ts refuses).
+ */
+export function adapterOf(value: unknown): ClientAdapter<AnyRedisClient> | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  return ADAPTERS.find((adapter) => adapter.is(value));
 }
 
 /** host:port (or the socket path) a client or options reach, for messages. */
-export function addressOf(value: string | AnyRedisClient | RedisConnectionOptions): string {
-  if (typeof value === 'string') {
-    const url = new URL(value);
-    return `${url.hostname || '127.0.0.1'}:${url.port || '6379'}`;
-  }
-  if (typeof value === 'object' && isGlideClient(value)) return glideLabel(value);
-  if (isClient(value) && !isIoredisClient(value)) return nodeRedisLabel(value as NodeRedisClient);
-  const options = (isIoredisClient(value) ? value.options : value) as { host?: string; port?: number; path?: string } | undefined;
-  if (options?.path) return options.path;
-  return `${options?.host ?? '127.0.0.1'}:${options?.port ?? 6379}`;
+export function addressOf(given: string | AnyRedisClient | RedisConnectionOptions): string {
+  const adapter = adapterOf(given);
+  return adapter ? adapter.label(given as AnyRedisClient) : connectionLabel(given as string | RedisConnectionOptions);
 }
 
 /**
@@ -41,8 +41,6 @@ export function addressOf(value: string | AnyRedisClient | RedisConnectionOption
  * relock makes.
  */
 export function portOf(given: string | AnyRedisClient | RedisConnectionOptions, onError: (error: Error) => void): RedisPort {
-  if (isIoredisClient(given)) return ioredisPort(given, false, onError);
-  if (typeof given === 'object' && isGlideClient(given)) return glidePort(given as GlideClientLike, onError);
-  if (isClient(given)) return nodeRedisPort(given as NodeRedisClient, onError);
-  return ioredisPort(openConnection(given as string | RedisConnectionOptions), true, onError);
+  const adapter = adapterOf(given);
+  return adapter ? adapter.port(given as AnyRedisClient, onError) : connectionPort(given as string | RedisConnectionOptions, onError);
 }

@@ -15,6 +15,7 @@ import { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
 import { keySlot } from '../runtime/slot.ts';
 import type { SubscriberConnection } from './port.ts';
+import { slotRanges, subscriberClosed } from './shared.ts';
 
 /** The configuration a GLIDE client keeps (its `config` field): what relock's subscriber is made from. */
 interface GlideConfig {
@@ -52,9 +53,10 @@ interface Factory {
 
 const log = debuglog('relock:subscriber');
 
-/** GLIDE's ProtocolVersion.RESP3 and Decoder.String. */
+/** GLIDE's ProtocolVersion.RESP3. */
 const RESP3 = 0;
-const STRING = 1;
+/** GLIDE's Decoder.String: relock reads strings whatever the client's `defaultDecoder`. */
+export const STRING = 1;
 /** How long a SUBSCRIBE may take to be in place on the server. */
 const SUBSCRIBE_MS = 5_000;
 /** The subscriber's own request timeout (its heartbeat and PING). */
@@ -74,8 +76,6 @@ const PLACEMENT_AT = 2;
  * only makes waiters try again.
  */
 const PLACED_MS = 1_000;
-
-const closed = () => new Error('the subscriber connection was closed');
 
 /** GLIDE's PubSubChannelModes: Exact, and on a Cluster Sharded. */
 const EXACT = 0;
@@ -121,7 +121,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
       (client) => {
         if (this.#ended) {
           client.close();
-          throw closed();
+          throw subscriberClosed();
         }
         return (this.#made = client);
       },
@@ -161,9 +161,9 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
 
   /** `run` on the subscriber client, opened first; after disconnect() nothing is sent. */
   async #command<T>(run: (client: Glide) => Promise<T>): Promise<T> {
-    if (this.#ended) throw closed();
+    if (this.#ended) throw subscriberClosed();
     const client = await this.#open();
-    if (this.#ended) throw closed();
+    if (this.#ended) throw subscriberClosed();
     try {
       return await run(client);
     } catch (error) {
@@ -348,11 +348,7 @@ export class GlideSubscriber extends EventEmitter implements SubscriberConnectio
    * it does not answer within PLACED_MS.
    */
   async #misplaced(client: Glide): Promise<string[]> {
-    const reply = await client.customCommand(['CLUSTER', 'SLOTS'], { route: 'randomNode', decoder: STRING });
-    const ranges = (Array.isArray(reply) ? reply : []).flatMap((row: unknown) => {
-      const [from, to, master] = row as [number, number, [string, number] | undefined];
-      return master ? [{ from: Number(from), to: Number(to), host: String(master[0]), port: Number(master[1]) }] : [];
-    });
+    const ranges = slotRanges(await client.customCommand(['CLUSTER', 'SLOTS'], { route: 'randomNode', decoder: STRING }));
     const byMaster = new Map<string, { readonly host: string; readonly port: number; readonly channels: string[] }>();
     for (const channel of this.#sharded) {
       const slot = keySlot(channel);

@@ -15,47 +15,85 @@
 //   a slot move or a reconnection, so relock subscribes through it (`routesPubSub`).
 // - GLIDE keeps the configuration a client was created with (its `config` field): relock's subscriber
 //   is a client of the same class created from it (glide-connection.ts).
-import type { GlideClientLike, GlideClusterLike } from '../options.ts';
-import { GlideSubscriber, type Glide } from './glide-connection.ts';
-import { Readiness, type RedisPort, type Topology } from './port.ts';
+import { GlideSubscriber, STRING, type Glide } from './glide-connection.ts';
+import type { ClientAdapter, RedisPort, Topology } from './port.ts';
+import { perClient, Readiness, replyErrors, reporting, scriptArgs, slotMapTopology, slotRanges, strings, waitArgs, type Args } from './shared.ts';
 
-export type { Glide };
+/**
+ * A GLIDE client (`GlideClient.createClient()` of @valkey/valkey-glide 2.3 or later): scripts go
+ * through `customCommand`; relock subscribes on a GLIDE client of its own, created from the
+ * configuration yours was created with (docs/clients.md, "GLIDE").
+ *
+ * @example
+ * ```ts
+ * const redis = await GlideClient.createClient({ addresses: [{ host: '10.0.0.1', port: 6379 }], requestTimeout: 1_000 });
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface GlideClientLike {
+  /** How relock sends its scripts and reads. */
+  customCommand(...args: any[]): Promise<unknown>;
+  /** GLIDE's pub/sub queue: how relock tells a GLIDE client from others. */
+  getPubSubMessage(...args: any[]): Promise<unknown>;
+  /** Subscriptions that change at run time (GLIDE 2.3): what relock's one subscriber needs. */
+  subscribeLazy(...args: any[]): Promise<unknown>;
+  /** Whether the subscriptions asked for are in place: relock's subscriber checks its own. */
+  getSubscriptions(...args: any[]): Promise<unknown>;
+}
 
-/** GLIDE's Decoder.String: relock reads strings whatever the client's `defaultDecoder`. */
-const STRING = 1;
+/**
+ * A GLIDE Cluster client (`GlideClusterClient.createClient()`, GLIDE 2.3 or later): scripts are
+ * routed to the primary of their key's slot; relock's own GLIDE Cluster client subscribes, sharded
+ * (SSUBSCRIBE) where the servers have it.
+ *
+ * @example
+ * ```ts
+ * const redis = await GlideClusterClient.createClient({ addresses: [{ host: '10.0.0.1', port: 7000 }], requestTimeout: 1_000 });
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface GlideClusterLike extends GlideClientLike {
+  /** Sharded subscriptions: relock's subscriber uses them on Redis 7 and later. */
+  ssubscribeLazy(...args: any[]): Promise<unknown>;
+}
+
 /** The first version whose subscriptions change at run time: relock's one subscriber needs it. */
-export const GLIDE_DYNAMIC_PUBSUB = '2.3';
-
-type Args = readonly (string | number)[];
+const GLIDE_DYNAMIC_PUBSUB = '2.3';
 
 /** A GLIDE client of any version: `customCommand` and GLIDE's pub/sub queue (`getPubSubMessage`). */
-export function isGlideClient(value: object): value is GlideClientLike | GlideClusterLike {
+function isGlideClient(value: object): value is GlideClientLike | GlideClusterLike {
   return typeof (value as Glide).customCommand === 'function' && typeof (value as { getPubSubMessage?: unknown }).getPubSubMessage === 'function';
 }
 
 /** A GLIDE Cluster client (GlideClusterClient): it routes commands, `invokeScriptWithRoute`. */
-export function isGlideCluster(value: object): value is GlideClusterLike {
+function isGlideCluster(value: object): value is GlideClusterLike {
   return isGlideClient(value) && (value.constructor?.name === 'GlideClusterClient' || typeof (value as { invokeScriptWithRoute?: unknown }).invokeScriptWithRoute === 'function');
 }
 
 /**
- * Why relock cannot use this GLIDE client, or undefined when it can: subscriptions fixed at creation
- * (GLIDE 1.x, 2.0-2.2), or no configuration to open relock's subscriber from.
+ * Why relock cannot use this GLIDE client, or undefined when it can: no GLIDE commands (a class of
+ * GLIDE's name without them), subscriptions fixed at creation (GLIDE 1.x, 2.0-2.2), or no
+ * configuration to open relock's subscriber from.
  */
-export function glideRefusal(value: object): string | undefined {
-  const glide = value as Glide;
+function glideRefusal(value: object): string | undefined {
+  const kind = value.constructor?.name;
+  if (!isGlideClient(value)) {
+    return `got a ${kind} without GLIDE's customCommand and getPubSubMessage: relock takes @valkey/valkey-glide ${GLIDE_DYNAMIC_PUBSUB} or later (docs/clients.md#glide)`;
+  }
+  const glide = value as unknown as Glide;
+  const refused = (why: string) => `got a GLIDE client (${kind || 'GLIDE'}) relock cannot use: ${why} (docs/clients.md#glide)`;
   if (typeof glide.subscribeLazy !== 'function' || typeof glide.getSubscriptions !== 'function') {
-    return `its subscriptions are fixed at creation (GLIDE 1.x or 2.0-2.2): relock subscribes and unsubscribes as waiters come and go, which needs @valkey/valkey-glide ${GLIDE_DYNAMIC_PUBSUB} or later`;
+    return refused(`its subscriptions are fixed at creation (GLIDE 1.x or 2.0-2.2): relock subscribes and unsubscribes as waiters come and go, which needs @valkey/valkey-glide ${GLIDE_DYNAMIC_PUBSUB} or later`);
   }
   const addresses = glide.config?.addresses;
   if (!Array.isArray(addresses) || addresses.length === 0) {
-    return "relock opens its subscriber with the client's own configuration, and this client keeps none (no `config.addresses`)";
+    return refused("relock opens its subscriber with the client's own configuration, and this client keeps none (no `config.addresses`)");
   }
   return undefined;
 }
 
 /** host:port of a GLIDE client's first address, for messages. */
-export function glideLabel(value: GlideClientLike | GlideClusterLike): string {
+function glideLabel(value: GlideClientLike | GlideClusterLike): string {
   const first = (value as unknown as Glide).config?.addresses?.[0];
   return first ? `${first.host}:${first.port ?? 6379}` : 'GLIDE';
 }
@@ -81,7 +119,7 @@ const KNOWN = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/;
 const OTHER = /^([A-Z][A-Z0-9_-]*): ([\s\S]*)$/;
 
 /** The server's reply as it sent it, from a GLIDE error, or undefined when the server did not answer. */
-export function serverReply(error: unknown): string | undefined {
+function serverReply(error: unknown): string | undefined {
   if (!(error instanceof Error) || (error.name !== 'RequestError' && error.name !== 'ExecAbortError')) return undefined;
   const known = KNOWN.exec(error.message);
   if (known) return `${CODES[known[1]!] ?? known[1]!.toUpperCase()} ${known[2]}`;
@@ -90,13 +128,7 @@ export function serverReply(error: unknown): string | undefined {
 }
 
 /** A failure as the port reports it: the server's answer as an Error named 'ReplyError', anything else as it is. */
-export function portError(error: unknown): unknown {
-  const reply = serverReply(error);
-  if (reply === undefined) return error;
-  const named = new Error(reply, { cause: error });
-  named.name = 'ReplyError';
-  return named;
-}
+const portError = replyErrors(serverReply);
 
 /** GLIDE gives a RESP3 map as `[{ key, value }]`: relock reads replies as RESP2 gives them (flat arrays). */
 function flat(reply: unknown): unknown {
@@ -128,7 +160,7 @@ function answered(watch: Watch): void {
   watch.ready.fire();
 }
 
-const watches = new WeakMap<object, Watch>();
+const watchOf = perClient((): Watch => ({ lastError: undefined, down: false, probing: false, users: 0, ready: new Readiness() }));
 /** How often a GLIDE client known down is PINGed until it answers (GLIDE reports no reconnection). */
 const PROBE_MS = 200;
 
@@ -149,18 +181,14 @@ function probe(client: Glide, watch: Watch): void {
   next();
 }
 
-const strings = (args: Args): string[] => args.map(String);
-
 /**
  * The port over a GLIDE client or Cluster client passed in: relock never closes it nor listens on it
  * (GLIDE has no events). `onError` hears the errors of relock's subscriber.
  */
-export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (error: Error) => void): RedisPort {
+function glidePort(given: GlideClientLike | GlideClusterLike, onError: (error: Error) => void): RedisPort {
   const client = given as unknown as Glide;
   const cluster = isGlideCluster(given);
-  let found = watches.get(client);
-  if (!found) watches.set(client, (found = { lastError: undefined, down: false, probing: false, users: 0, ready: new Readiness() }));
-  const watch = found;
+  const watch = watchOf(client);
   watch.users++;
   let open = true;
   const send = (args: string[], route?: unknown): Promise<unknown> =>
@@ -185,7 +213,7 @@ export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (e
     );
   // On a Cluster: the primary of the key's slot, or any node for a command without a key.
   const at = (key: string | undefined) => (!cluster ? undefined : key === undefined ? 'randomNode' : { type: 'primarySlotKey', key });
-  const script = (head: string, body: string, keys: readonly string[], args: Args) => send([head, body, String(keys.length), ...keys, ...strings(args)], at(keys[0]));
+  const script = (head: 'EVALSHA' | 'EVAL', body: string, keys: readonly string[], args: Args) => send(scriptArgs(head, body, keys, args), at(keys[0]));
   return {
     cluster,
     routesPubSub: cluster,
@@ -206,12 +234,8 @@ export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (e
     command: async (name, args, routedByKey) => flat(await send([name, ...strings(args)], at(routedByKey ? String(args[0]) : undefined))),
     // GLIDE adds the WAIT's own timeout to the request timeout; on a Cluster it goes to the master
     // that took the key, on the connection that wrote it (one multiplexed connection per node).
-    waitReplicas: async (key, replicas, timeoutMs) => Number(await send(['WAIT', String(replicas), String(timeoutMs)], at(key))),
-    openSubscriber: () => {
-      const subscriber = new GlideSubscriber(client, cluster, portError);
-      subscriber.on('error', (error: Error) => onError(error));
-      return subscriber;
-    },
+    waitReplicas: async (key, replicas, timeoutMs) => Number(await send(waitArgs(replicas, timeoutMs), at(key))),
+    openSubscriber: () => reporting(new GlideSubscriber(client, cluster, portError), onError),
     openNode: () => {
       throw new Error("a GLIDE Cluster subscribes through openSubscriber(): its client routes the channels");
     },
@@ -225,26 +249,28 @@ export function glidePort(given: GlideClientLike | GlideClusterLike, onError: (e
 
 /** The slot map of a GLIDE Cluster, read with CLUSTER SLOTS at each refresh() (addresses as the servers announce them). */
 function glideTopology(ask: (args: string[]) => Promise<unknown>): Topology {
-  const watchers = new Set<() => void>();
-  let ranges: { readonly from: number; readonly to: number; readonly node: string }[] = [];
-  return {
-    owner: (slot) => ranges.find((range) => slot >= range.from && slot <= range.to)?.node,
-    async refresh() {
-      const reply = await ask(['CLUSTER', 'SLOTS']);
-      ranges = (Array.isArray(reply) ? reply : []).flatMap((row: unknown) => {
-        const [from, to, master] = row as [number, number, [string, number] | undefined];
-        return master ? [{ from: Number(from), to: Number(to), node: `${master[0]}:${master[1]}` }] : [];
-      });
-      for (const watcher of watchers) watcher();
+  let ranges: ReturnType<typeof slotRanges> = [];
+  const node = ({ host, port }: { readonly host: string; readonly port: number }) => `${host}:${port}`;
+  return slotMapTopology({
+    owner: (slot) => {
+      const range = ranges.find(({ from, to }) => slot >= from && slot <= to);
+      return range && node(range);
     },
-    watch(listener) {
-      watchers.add(listener);
-      return () => void watchers.delete(listener);
+    // Each master once, in the order of its first range.
+    masters: () => [...new Map(ranges.map(({ host, port }) => [node({ host, port }), { host, port }])).values()],
+    async read() {
+      ranges = slotRanges(await ask(['CLUSTER', 'SLOTS']));
     },
-    masters: () =>
-      [...new Set(ranges.map((range) => range.node))].map((node) => {
-        const at = node.lastIndexOf(':');
-        return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
-      }),
-  };
+  });
 }
+
+/** The GLIDE family (@valkey/valkey-glide 2.3 and later): a client or a Cluster client passed in. */
+export const glideAdapter: ClientAdapter<GlideClientLike | GlideClusterLike> = {
+  what: 'a GLIDE 2.3+ client',
+  // A class of GLIDE's name without its commands is one too: refused, with why.
+  is: (value): value is GlideClientLike | GlideClusterLike => isGlideClient(value) || /^Glide(Cluster)?Client$/.test(value.constructor?.name ?? ''),
+  refusal: glideRefusal,
+  cluster: isGlideCluster,
+  label: glideLabel,
+  port: glidePort,
+};

@@ -1,103 +1,66 @@
-// The ioredis adapter of the client port (iovalkey, its fork, fits it too): the only module that
-// loads a Redis client library, and only when relock opens a connection itself (a project with
-// node-redis alone never loads it). Also those connections: their fail-fast defaults, the settings
-// its subscribers need whatever the user's say, how they open and close.
-import { createRequire } from 'node:module';
-import type { Redis, RedisOptions } from 'ioredis';
-import type { RedisClient, RedisConnectionOptions } from '../options.ts';
+// The ioredis adapter of the client port (iovalkey, its fork, fits it too): the shape of a client
+// passed in, and the port over it or over a connection relock opened (ioredis-connection.ts, the
+// only module that loads a Redis client library).
+import type { RedisOptions } from 'ioredis';
 import { keySlot } from '../runtime/slot.ts';
-import { Readiness, type RedisPort, type SubscriberConnection, type Topology } from './port.ts';
-
-export type { Redis, RedisOptions };
-
-let loaded: typeof import('ioredis') | undefined;
+import { closeConnection, hasIoredis, ioredis, openConnection, SUBSCRIBER_OPTIONS } from './ioredis-connection.ts';
+import type { ClientAdapter, RedisPort, SubscriberConnection, Topology } from './port.ts';
+import { perClient, Readiness, reporting } from './shared.ts';
 
 /**
- * The ioredis module, loaded at the first connection relock opens from a URL or options (and by the
- * CLI and relock/testing). Without it installed: a TypeError naming `redis`, before any I/O.
+ * The parts of an ioredis `Redis` or `Cluster` that relock calls. Any ioredis 5 or 6 client fits;
+ * relock never adds commands to it (no `defineCommand`), it only sends EVALSHA/EVAL and a few reads.
+ *
+ * @example
+ * ```ts
+ * const redis = new Redis(process.env.REDIS_URL); // yours: relock.close() leaves it open
+ * const client = new LockClient({ redis });
+ * ```
  */
-export function ioredis(): typeof import('ioredis') {
-  try {
-    loaded ??= createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
-  } catch (error) {
-    throw new TypeError('Expected `redis` to be a connected client: relock opens connections from a URL or options with ioredis, which is not installed (`npm install ioredis`, or pass a node-redis client; in a bundled app, hand relock the module: `ioredis: Redis`, docs/bundlers.md)', { cause: error });
-  }
-  return loaded;
+export interface RedisClient {
+  readonly options?:
+    | { readonly keyPrefix?: string | undefined; readonly redisOptions?: { readonly keyPrefix?: string | undefined } | undefined }
+    | undefined;
+  readonly isCluster?: boolean;
+  readonly status?: string;
+  evalsha(...args: any[]): Promise<unknown>;
+  eval(...args: any[]): Promise<unknown>;
+  type(...args: any[]): Promise<string>;
+  hget(...args: any[]): Promise<string | null>;
+  pttl(...args: any[]): Promise<number>;
+  duplicate(...args: any[]): unknown;
+  subscribe(...args: any[]): Promise<unknown>;
+  unsubscribe(...args: any[]): Promise<unknown>;
+  quit(...args: any[]): Promise<unknown>;
+  disconnect(...args: any[]): void;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+  off(event: string, listener: (...args: any[]) => void): unknown;
 }
 
 /**
- * The module a user handed over (LockClientOptions.ioredis: a bundle that carries ioredis): from now
- * on the one relock's connections are made with.
+ * ioredis connection options, exactly as `new Redis(options)` takes them, less `keyPrefix` (refused:
+ * use `prefix`). Where they leave them unset, relock gives the connections it makes fail-fast
+ * defaults (see docs/guarantees.md, "Redis unreachable").
+ * ioredis is an optional peer: in a project without it these options are not type-checked (they
+ * need ioredis at run time anyway), and relock's declarations still compile there.
+ *
+ * @example
+ * ```ts
+ * new LockClient({ redis: { host: 'redis.internal', port: 6380, password: process.env.REDIS_PASSWORD } });
+ * ```
  */
-export function useIoredis(module: { readonly Redis: new (...args: any[]) => unknown }): void {
-  loaded = module as unknown as typeof import('ioredis');
-}
-
-/** Whether ioredis is installed (loadable). */
-function hasIoredis(): boolean {
-  try {
-    ioredis();
-    return true;
-  } catch {
-    return false;
-  }
-}
+export type RedisConnectionOptions = Omit<RedisOptions, 'keyPrefix'> & { readonly keyPrefix?: never };
 
 /**
- * Fail-fast defaults of the connections relock makes itself (the user's options win, but for
- * `enableOfflineQueue`: relock's own connections always queue while connecting, so the first
- * acquire need not wait for 'ready'): a command issued while Redis is unreachable fails after two
- * reconnection attempts (about 0.3 s when the port refuses), and no command waits more than 5 s for
- * an answer (a partition, a frozen server), instead of ioredis's 20 retries and no time limit.
+ * The ioredis module as `import Redis from 'ioredis'` (or `import * as ioredis from 'ioredis'`, or
+ * iovalkey's) gives it: relock calls its `Redis` constructor. See {@link LockClientOptions.ioredis}.
  */
-export const CONNECTION_DEFAULTS = Object.freeze({
-  // No CLIENT SETINFO on connect (ioredis 5.4+): the least-privilege ACL user has no CLIENT, and
-  // Redis 7.2+ and Valkey would log each refusal in ACL LOG. A user's own option says otherwise.
-  disableClientInfo: true,
-  maxRetriesPerRequest: 2,
-  connectTimeout: 2_000,
-  commandTimeout: 5_000,
-  retryStrategy: (times: number) => Math.min(times * 100, 1_000),
-}) satisfies RedisOptions;
-
-/**
- * What relock's subscriber needs whatever the user's options say: it connects at the first wait,
- * queues SUBSCRIBE until connected, resubscribes itself and reconnects, and sends no CLIENT
- * command (SUBSCRIBE and its kin are all it runs).
- */
-export const SUBSCRIBER_OPTIONS = {
-  lazyConnect: true,
-  disableClientInfo: true,
-  autoResubscribe: false,
-  enableOfflineQueue: true,
-  maxRetriesPerRequest: CONNECTION_DEFAULTS.maxRetriesPerRequest,
-  retryStrategy: CONNECTION_DEFAULTS.retryStrategy,
-  commandTimeout: undefined,
-} satisfies RedisOptions;
-
-/**
- * A connection for a URL or ioredis options, with relock's defaults under the user's options (and
- * always an offline queue).
- */
-export function openConnection(given: string | RedisConnectionOptions): RedisClient {
-  const { Redis } = ioredis();
-  const connection = typeof given === 'string' ? new Redis(given, CONNECTION_DEFAULTS) : new Redis({ ...CONNECTION_DEFAULTS, ...given, enableOfflineQueue: true } as never);
-  return connection as unknown as RedisClient;
-}
-
-/**
- * QUIT lets replies in flight arrive, but waits forever on a Redis that is gone (it sits in the
- * offline queue): only a ready connection gets it, for a second at most.
- */
-export async function closeConnection(redis: RedisClient): Promise<void> {
-  if (redis.status === 'ready') {
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise((resolve) => (timer = setTimeout(resolve, 1_000)));
-    await Promise.race([redis.quit().catch(() => undefined), bound]);
-    clearTimeout(timer);
-  }
-  redis.disconnect();
-}
+export type IoredisModule =
+  | Function
+  | {
+      /** ioredis's `Redis` class. */
+      readonly Redis: Function;
+    };
 
 /**
  * What relock knows of a connection, shared by every LockClient on it: one 'close' listener per
@@ -110,21 +73,15 @@ export interface ConnectionWatch {
   readonly ready: Readiness;
 }
 
-const watches = new WeakMap<object, ConnectionWatch>();
-
 /** The drops and last error of `redis`, counted once however many LockClients use it. */
-export function watchConnection(redis: RedisClient): ConnectionWatch {
-  let watch = watches.get(redis);
-  if (!watch) {
-    const created: ConnectionWatch = { drops: 0, lastError: undefined, ready: new Readiness() };
-    const dropped = () => created.drops++;
-    redis.on('close', dropped);
-    redis.on('ready', () => created.ready.fire());
-    if (redis.isCluster === true) watchNodes(redis as unknown as ClusterLike, dropped);
-    watches.set(redis, (watch = created));
-  }
+export const watchConnection = perClient((redis: RedisClient): ConnectionWatch => {
+  const watch: ConnectionWatch = { drops: 0, lastError: undefined, ready: new Readiness() };
+  const dropped = () => watch.drops++;
+  redis.on('close', dropped);
+  redis.on('ready', () => watch.ready.fire());
+  if (redis.isCluster === true) watchNodes(redis as unknown as ClusterLike, dropped);
   return watch;
-}
+});
 
 /** What relock reads of an ioredis Cluster (ioredis 5 and 6 both have it). */
 interface ClusterLike {
@@ -218,13 +175,7 @@ export function clusterTopology(cluster: unknown): Topology {
  */
 export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error: Error) => void): RedisPort {
   const watch = watchConnection(redis);
-  const listen = <C extends RedisClient>(connection: C): C => {
-    connection.on('error', (error: Error) => {
-      watchConnection(connection).lastError = error;
-      onError(error);
-    });
-    return connection;
-  };
+  const listen = (connection: RedisClient) => reporting(connection, onError, (error) => (watchConnection(connection).lastError = error));
   if (owned) listen(redis);
   const cluster = redis.isCluster === true;
   const c = redis as unknown as ClusterLike;
@@ -275,3 +226,28 @@ export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error:
     close: () => (owned ? closeConnection(redis) : Promise.resolve()),
   };
 }
+
+/** host:port (or the socket path) of a URL or ioredis options, for messages. */
+export function connectionLabel(given: string | { readonly host?: string | undefined; readonly port?: number | undefined; readonly path?: string | undefined } | undefined): string {
+  if (typeof given === 'string') {
+    const url = new URL(given);
+    return `${url.hostname || '127.0.0.1'}:${url.port || '6379'}`;
+  }
+  if (given?.path) return given.path;
+  return `${given?.host ?? '127.0.0.1'}:${given?.port ?? 6379}`;
+}
+
+/** The port over a connection relock opens from a URL or ioredis options: close() closes it. */
+export function connectionPort(given: string | RedisConnectionOptions, onError: (error: Error) => void): RedisPort {
+  return ioredisPort(openConnection(given) as unknown as RedisClient, true, onError);
+}
+
+/** The ioredis family (ioredis 5 and 6, iovalkey): a `Redis` or `Cluster` passed in. */
+export const ioredisAdapter: ClientAdapter<RedisClient> = {
+  what: 'an ioredis/iovalkey Redis or Cluster',
+  is: (value): value is RedisClient => typeof (value as RedisClient).evalsha === 'function' && typeof (value as RedisClient).duplicate === 'function',
+  keyPrefix: (client) => client.options?.keyPrefix ?? client.options?.redisOptions?.keyPrefix,
+  cluster: (client) => client.isCluster === true,
+  label: (client) => connectionLabel(client.options as { host?: string; port?: number; path?: string } | undefined),
+  port: (client, onError) => ioredisPort(client, false, onError),
+};

@@ -4,6 +4,7 @@
 // port's events).
 import { EventEmitter } from 'node:events';
 import type { SubscriberConnection } from './port.ts';
+import { replyErrors, subscriberClosed } from './shared.ts';
 
 /** A node-redis pub/sub listener. */
 export type Listener = (message: string, channel: string) => void;
@@ -34,12 +35,7 @@ function isErrorReply(error: unknown): error is Error {
 }
 
 /** A failure as the port reports it: the server's answer as an Error named 'ReplyError', anything else as it is. */
-function portError(error: unknown): unknown {
-  if (!isErrorReply(error)) return error;
-  const reply = new Error(error.message, { cause: error });
-  reply.name = 'ReplyError';
-  return reply;
-}
+const portError = replyErrors((error) => (isErrorReply(error) ? error.message : undefined));
 
 /**
  * `promise`, or a rejection after `ms`: what node-redis sent is not taken back, but relock stops
@@ -182,7 +178,7 @@ export class NodeRedisSubscriber extends EventEmitter implements SubscriberConne
 
   async #connect(): Promise<Client> {
     const client = await this.#create();
-    if (this.#ended) throw new Error('the subscriber connection was closed');
+    if (this.#ended) throw subscriberClosed();
     this.#client = client;
     client.on('error', (error: Error) => {
       this.emit('error', error);

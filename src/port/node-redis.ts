@@ -4,9 +4,53 @@
 // never resent (so a drop never runs a script twice), and a command has no answer deadline (so the
 // adapter gives each one its own, as relock's ioredis connections have `commandTimeout`, and `WAIT` its
 // own timeout more).
-import type { NodeRedisClient, NodeRedisCluster } from '../options.ts';
 import { Deadlines, NodeRedisSubscriber, within, type Client } from './node-redis-connection.ts';
-import { Readiness, type RedisPort, type Topology } from './port.ts';
+import type { ClientAdapter, RedisPort, Topology } from './port.ts';
+import { perClient, Readiness, reporting, scriptArgs, slotMapTopology, strings, waitArgs } from './shared.ts';
+
+/**
+ * A node-redis 5 or 6 client (`createClient()`, RESP2 or RESP3), connected before relock uses it:
+ * relock sends its scripts through `sendCommand`, duplicates it once for its subscriber (without
+ * reconnection limits of the user's), and never opens, closes or listens for `'error'` on it.
+ *
+ * @example
+ * ```ts
+ * const redis = await createClient({ url: process.env.REDIS_URL }).connect(); // yours: close it yourself
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface NodeRedisClient {
+  /** True from `connect()` until the client is closed: relock sends nothing on a client that is not open. */
+  readonly isOpen: boolean;
+  /** True while connected: relock tells a client still connecting from one that lost its server. */
+  readonly isReady: boolean;
+  /** How relock sends its scripts and reads. */
+  sendCommand(...args: any[]): Promise<unknown>;
+  /** How relock makes its subscriber connection. */
+  duplicate(...args: any[]): unknown;
+}
+
+/**
+ * A node-redis 5 or 6 Cluster (`createCluster()`), connected before relock uses it: scripts go
+ * through `sendCommand` by their key's slot; relock subscribes on connections of its own to the
+ * masters, made from the Cluster's clients for them (sharded pub/sub on Redis 7 and later).
+ *
+ * @example
+ * ```ts
+ * const redis = await createCluster({ rootNodes: [{ url: 'redis://10.0.0.1:7000' }] }).connect();
+ * const client = new LockClient({ redis });
+ * ```
+ */
+export interface NodeRedisCluster {
+  /** True from `connect()` until the Cluster is closed: relock sends nothing on one that is not open. */
+  readonly isOpen: boolean;
+  /** The masters of the slot map: where relock opens its shard subscribers. */
+  readonly masters: readonly unknown[];
+  /** How relock sends its scripts and reads, routed by their key's slot. */
+  sendCommand(...args: any[]): Promise<unknown>;
+  /** The Cluster's client for one node: relock duplicates it for a shard subscriber. */
+  nodeClient(...args: any[]): unknown;
+}
 
 /** How long a command may go unanswered once sent, as relock's own ioredis connections allow. */
 const ANSWER_MS = 5_000;
@@ -15,7 +59,6 @@ const OFFLINE_MS = 1_000;
 /** Replies as RESP2 gives them whatever the client's RESP and type mapping: maps as flat arrays, strings as strings. */
 const TYPE_MAPPING = Object.freeze({ 37: Array });
 
-type Args = readonly (string | number)[];
 interface ClusterNode {
   readonly host: string;
   readonly port: number;
@@ -36,17 +79,17 @@ interface Cluster {
 }
 
 /** A node-redis client (createClient): it has `isOpen` and a `sendCommand(args)`, and no `masters`. */
-export function isNodeRedisClient(value: object): value is NodeRedisClient {
+function isNodeRedisClient(value: object): value is NodeRedisClient {
   return typeof (value as { sendCommand?: unknown }).sendCommand === 'function' && 'isOpen' in value && !('masters' in value);
 }
 
 /** A node-redis Cluster (createCluster): `sendCommand`, `masters` and `nodeClient`. */
-export function isNodeRedisCluster(value: object): value is NodeRedisCluster {
+function isNodeRedisCluster(value: object): value is NodeRedisCluster {
   return typeof (value as { sendCommand?: unknown }).sendCommand === 'function' && 'masters' in value && typeof (value as { nodeClient?: unknown }).nodeClient === 'function';
 }
 
 /** What a node-redis client passed in is connected to, for messages: its socket's host:port, or its URL. */
-export function nodeRedisLabel(value: NodeRedisClient): string {
+function nodeRedisLabel(value: NodeRedisClient | NodeRedisCluster): string {
   const options = (value as unknown as Client).options as { socket?: { host?: string; port?: number; path?: string }; url?: string } | undefined;
   if (options?.socket?.path) return options.socket.path;
   if (options?.socket?.host !== undefined || options?.socket?.port !== undefined) return `${options.socket.host ?? 'localhost'}:${options.socket.port ?? 6379}`;
@@ -56,9 +99,6 @@ export function nodeRedisLabel(value: NodeRedisClient): string {
   }
   return 'localhost:6379';
 }
-
-const strings = (args: Args): string[] => args.map(String);
-const scriptArgs = (head: string, script: string, keys: readonly string[], args: Args) => [head, script, String(keys.length), ...keys, ...strings(args)];
 
 /** What the port knows of a client passed in, shared by every LockClient over it (one set of listeners). */
 interface Watch {
@@ -74,32 +114,30 @@ interface Watch {
   readonly failed: (error: unknown) => void;
 }
 
-const watches = new WeakMap<object, Watch>();
-
-/** The watch of `client`: 'reconnecting' and 'ready' heard once however many LockClients use it (never 'error'). */
-function watchOf(client: { on(event: string, listener: () => void): unknown }, listen: boolean): Watch {
-  let watch = watches.get(client);
-  if (!watch) {
-    const created: Watch = {
-      dropped: false,
-      lastError: undefined,
-      deadlines: new Deadlines(ANSWER_MS),
-      ready: new Readiness(),
-      failed: (error) => {
-        if (error instanceof Error && error.name !== 'ReplyError') created.lastError = error;
-      },
-    };
-    if (listen) {
-      client.on('reconnecting', () => (created.dropped = true));
-      client.on('ready', () => {
-        created.dropped = false;
-        created.ready.fire();
-      });
-    }
-    watches.set(client, (watch = created));
+/**
+ * The watch of a client passed in: 'reconnecting' and 'ready' heard once however many LockClients
+ * use it (never 'error'; a Cluster's nodes say nothing relock hears).
+ */
+const watchOf = perClient((given: NodeRedisClient | NodeRedisCluster): Watch => {
+  const watch: Watch = {
+    dropped: false,
+    lastError: undefined,
+    deadlines: new Deadlines(ANSWER_MS),
+    ready: new Readiness(),
+    failed: (error) => {
+      if (error instanceof Error && error.name !== 'ReplyError') watch.lastError = error;
+    },
+  };
+  if (!isNodeRedisCluster(given)) {
+    const client = given as unknown as Client;
+    client.on('reconnecting', () => (watch.dropped = true));
+    client.on('ready', () => {
+      watch.dropped = false;
+      watch.ready.fire();
+    });
   }
   return watch;
-}
+});
 
 /** Replies as RESP2 gives them, sent at once by a connected client. */
 const READY = Object.freeze({ typeMapping: TYPE_MAPPING });
@@ -129,16 +167,10 @@ const NOT_OPEN = 'the node-redis client is not open: connect() it before relock 
  * The port over a node-redis client or Cluster passed in (relock never opens, closes or listens for
  * 'error' on it). `onError` hears the errors of the subscriber connections the port opens.
  */
-export function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError: (error: Error) => void): RedisPort {
+function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError: (error: Error) => void): RedisPort {
   const cluster = isNodeRedisCluster(given);
-  const watch = watchOf(given as unknown as Client, !cluster);
-  const listen = (connection: NodeRedisSubscriber) => {
-    connection.on('error', (error: Error) => {
-      watch.lastError = error;
-      onError(error);
-    });
-    return connection;
-  };
+  const watch = watchOf(given);
+  const listen = (connection: NodeRedisSubscriber) => reporting(connection, onError, (error) => (watch.lastError = error));
   const notOpen = () => Promise.reject(new Error(NOT_OPEN));
   const common = {
     // node-redis fails what was out when a connection closed and never resends it.
@@ -154,7 +186,7 @@ export function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError
   const client = given as unknown as Client;
   const run = (args: string[]) => (client.isOpen ? sent(client.isReady, (options) => client.sendCommand(args, options), args[0]!, watch) : notOpen());
   const wait = (replicas: number, timeoutMs: number) =>
-    client.isOpen ? waited(client.isReady, (options) => client.sendCommand(['WAIT', String(replicas), String(timeoutMs)], options), timeoutMs, watch) : notOpen();
+    client.isOpen ? waited(client.isReady, (options) => client.sendCommand(waitArgs(replicas, timeoutMs), options), timeoutMs, watch) : notOpen();
   return {
     ...common,
     cluster: false,
@@ -207,7 +239,7 @@ function clusterPort(
     eval: (source, keys, args) => run(keys[0], scriptArgs('EVAL', source, keys, args)),
     command: (name, args, routedByKey) => run(routedByKey ? String(args[0]) : undefined, [name, ...strings(args)]),
     waitReplicas: (key, replicas, timeoutMs) =>
-      ready(() => waited(true, (options) => cluster.sendCommand(key, false, ['WAIT', String(replicas), String(timeoutMs)], options), timeoutMs, watch)),
+      ready(() => waited(true, (options) => cluster.sendCommand(key, false, waitArgs(replicas, timeoutMs), options), timeoutMs, watch)),
     openSubscriber: () => {
       throw new Error('a Cluster subscribes through openNode()');
     },
@@ -236,21 +268,24 @@ function subscriberOf(client: Client, reconnect: boolean): Client {
 
 /** The topology of a node-redis Cluster, from its slot map (addresses as the servers announce them). */
 function clusterTopology(cluster: Cluster): Topology {
-  const watchers = new Set<() => void>();
-  return {
+  return slotMapTopology({
     owner: (slot) => {
       const master = cluster.slots[slot]?.master;
       return master ? `${master.host}:${master.port}` : undefined;
     },
-    async refresh() {
+    masters: () => cluster.masters.map(({ host, port }) => ({ host, port })),
+    async read() {
       const first = cluster.masters[0];
       if (first && typeof cluster._slots?.rediscover === 'function') await cluster._slots.rediscover(await cluster.nodeClient(first));
-      for (const watcher of watchers) watcher();
     },
-    watch(listener) {
-      watchers.add(listener);
-      return () => void watchers.delete(listener);
-    },
-    masters: () => cluster.masters.map(({ host, port }) => ({ host, port })),
-  };
+  });
 }
+
+/** The node-redis family (node-redis 5 and 6, RESP2 or RESP3): a client or a Cluster passed in, connected. */
+export const nodeRedisAdapter: ClientAdapter<NodeRedisClient | NodeRedisCluster> = {
+  what: 'a node-redis client or Cluster',
+  is: (value): value is NodeRedisClient | NodeRedisCluster => isNodeRedisClient(value) || isNodeRedisCluster(value),
+  cluster: isNodeRedisCluster,
+  label: nodeRedisLabel,
+  port: nodeRedisPort,
+};

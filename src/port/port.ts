@@ -1,6 +1,7 @@
 // The client port: everything relock asks of a Redis client, in relock's terms. The runtime, the
 // topologies and the primitives reach Redis only through it; one adapter per client family
-// implements it (ioredis.ts, which serves iovalkey too), and only src/port/ imports a client library.
+// implements it (ioredis.ts, which serves iovalkey too; node-redis.ts; glide.ts), clients.ts lists
+// them, and only src/port/ imports a client library.
 
 /** A connection relock opened for pub/sub alone: its waiters' one subscriber, or one per shard. */
 export interface SubscriberConnection {
@@ -25,21 +26,6 @@ export interface SubscriberConnection {
 /** Whether a connection in this state is known down ('reconnecting', 'close', 'end'): a command to it fails or waits. */
 export function isDown(status: string): boolean {
   return status === 'reconnecting' || status === 'close' || status === 'end';
-}
-
-/** Listeners of one client's readiness, shared by every port over it (one listener on the client itself). */
-export class Readiness {
-  readonly #listeners = new Set<() => void>();
-
-  /** Calls `listener` at each fire() until the returned unsubscribe is called. */
-  add(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => void this.#listeners.delete(listener);
-  }
-
-  fire(): void {
-    for (const listener of [...this.#listeners]) listener();
-  }
 }
 
 /** Where a Cluster serves its slots, as its client knows it. */
@@ -103,4 +89,28 @@ export interface RedisPort {
   openNode(host: string, port: number): SubscriberConnection;
   /** Closes the connection if relock opened it; a client passed in is left open. */
   close(): Promise<void>;
+}
+
+/**
+ * One client family: how relock tells a client of it from any other value, and the port over one.
+ * clients.ts lists them; adding a client is one adapter there.
+ */
+export interface ClientAdapter<C extends object = object> {
+  /** What a client of the family is, for messages: 'a node-redis client or Cluster'. */
+  readonly what: string;
+  /** Whether `value` is a client of this family (or says it is: refusal() tells why relock cannot use it). */
+  is(value: object): value is C;
+  /** Why relock cannot use this client, as the end of a message ('got ...'), or undefined when it can. */
+  refusal?(client: C): string | undefined;
+  /** The ioredis `keyPrefix` the client adds to keys (relock refuses one), if it has one. */
+  keyPrefix?(client: C): unknown;
+  /** Whether it is a Cluster client. */
+  cluster(client: C): boolean;
+  /** host:port (or the socket path) it reaches, for messages. */
+  label(client: C): string;
+  /**
+   * The port over it: close() leaves it open. `onError` hears the errors of the connections the
+   * port opens.
+   */
+  port(client: C, onError: (error: Error) => void): RedisPort;
 }

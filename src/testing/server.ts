@@ -7,7 +7,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ioredis } from '../port/ioredis.ts';
+import { ioredis } from '../port/ioredis-connection.ts';
 
 export interface PrivateServerOptions {
   /** Extra redis-server arguments. */

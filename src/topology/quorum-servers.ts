@@ -1,7 +1,7 @@
 // The masters of a Redlock client: the `redis` array checked before any connection is made, each
 // server named host:port for error messages.
 import type { AnyRedisClient, RedisConnectionOptions } from '../options.ts';
-import { addressOf, isClient, isClusterClient } from '../port/clients.ts';
+import { adapterOf, addressOf } from '../port/clients.ts';
 import { checkRedis } from '../validate.ts';
 
 /** One master as given: a URL, ioredis options, or a client (ioredis family or node-redis), with its host:port. */
@@ -34,12 +34,12 @@ export function checkServers(value: readonly unknown[]): RedlockServer[] {
       const ErrorClass = error instanceof RangeError ? RangeError : TypeError;
       throw new ErrorClass(`In \`redis[${i}]\`: ${(error as Error).message}`);
     }
-    if (isClient(given) && isClusterClient(given)) {
+    if (adapterOf(given)?.cluster(given as AnyRedisClient)) {
       throw new TypeError(`Expected \`redis[${i}]\` to be a standalone Redis server: a Redlock master cannot be a Cluster (use one Cluster, not an array)`);
     }
     return { given, label: addressOf(given) };
   });
-  const clients = servers.filter((server) => isClient(server.given)).length;
+  const clients = servers.filter((server) => adapterOf(server.given) !== undefined).length;
   if (clients !== 0 && clients !== servers.length) {
     throw new TypeError(
       `Expected \`redis\` to be all URLs/options or all clients, got ${clients} clients and ${servers.length - clients} URLs/options: mixed servers are refused (relock would close some connections and not others)`,
