@@ -176,9 +176,6 @@ function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError: (erro
     // node-redis fails what was out when a connection closed and never resends it.
     drops: 0,
     routesPubSub: false,
-    get lastError() {
-      return watch.lastError;
-    },
     onReady: (listener: () => void) => watch.ready.add(listener),
     close: () => Promise.resolve(),
   };
@@ -189,6 +186,10 @@ function nodeRedisPort(given: NodeRedisClient | NodeRedisCluster, onError: (erro
     client.isOpen ? waited(client.isReady, (options) => client.sendCommand(waitArgs(replicas, timeoutMs), options), timeoutMs, watch) : notOpen();
   return {
     ...common,
+    // A getter on the port itself: spreading one from `common` would copy its first value.
+    get lastError() {
+      return watch.lastError;
+    },
     cluster: false,
     get status() {
       return client.isReady ? 'ready' : !client.isOpen ? 'end' : watch.dropped ? 'reconnecting' : 'connecting';
@@ -211,7 +212,7 @@ function clusterPort(
   watch: Watch,
   listen: (connection: NodeRedisSubscriber) => NodeRedisSubscriber,
   notOpen: () => Promise<never>,
-  common: Pick<RedisPort, 'drops' | 'routesPubSub' | 'lastError' | 'onReady' | 'close'>,
+  common: Pick<RedisPort, 'drops' | 'routesPubSub' | 'onReady' | 'close'>,
 ): RedisPort {
   const send = (key: string | undefined, args: string[]) => sent(true, (options) => cluster.sendCommand(key, false, args, options), args[0]!, watch);
   // A Cluster whose connect() is still reading the slot map has no node to send to yet (node-redis 5
@@ -230,6 +231,9 @@ function clusterPort(
   const run = (key: string | undefined, args: string[]) => ready(() => send(key, args));
   return {
     ...common,
+    get lastError() {
+      return watch.lastError;
+    },
     cluster: true,
     get status() {
       return cluster.isOpen ? 'ready' : 'end';
