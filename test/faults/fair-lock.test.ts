@@ -67,10 +67,14 @@ async function queueBehind(
   return { held, head };
 }
 
-/** Resolves once every live worker but `except` began a section after `at`: the queue moved past. */
-function everyoneServedAfter(run: Run, at: number, except: readonly number[]): Promise<true> {
+/**
+ * Resolves once every worker of `among` still alive began a section after `at`: the queue moved past.
+ * Only workers that were running before `at` count: one still starting (a replacement spawned on a
+ * loaded machine can take seconds) cannot have queued.
+ */
+function everyoneServedAfter(run: Run, at: number, among: readonly number[]): Promise<true> {
   return run.until(
-    () => run.live.filter((w) => !except.includes(w)).every((w) => run.entries().some((e) => e.worker === w && e.start > at)),
+    () => among.filter((w) => run.live.includes(w)).every((w) => run.entries().some((e) => e.worker === w && e.start > at)),
     `every other worker acquires after ${at.toFixed(0)}`,
     10_000,
   );
@@ -138,7 +142,7 @@ describe('faults: fair lock', (it) => {
             running, // the new process may queue before its start is told: hitting it would fail its spawn
           );
           const released = await run.released(holding.worker, holding.token, queueHoldMs + 10_000);
-          await everyoneServedAfter(run, released.end, [holding.worker]);
+          await everyoneServedAfter(run, released.end, running.filter((w) => w !== holding.worker));
           skips.push(longestIdle(run.entries(), holding.start));
           await replacing;
           if (i < kills - 1) await run.spawn();
@@ -180,7 +184,7 @@ describe('faults: fair lock', (it) => {
           // D + C + H). Resumed, it confirms its stale grant, finds it gone and queues again.
           const { held: holding, head } = await queueBehind(run, run.live[(i + 1) % run.live.length]!, async (waiter) => run.pause(waiter, 'waiter'));
           const released = await run.released(holding.worker, holding.token, queueHoldMs + 10_000);
-          await everyoneServedAfter(run, released.end, [holding.worker, head]);
+          await everyoneServedAfter(run, released.end, run.live.filter((w) => w !== holding.worker && w !== head));
           frozen.push(longestIdle(run.entries(), holding.start));
           const resumedAt = run.resume(head);
           await run.until(() => run.entries().some((e) => e.worker === head && e.start > resumedAt), 'the resumed waiter acquires again', 10_000);
