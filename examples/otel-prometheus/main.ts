@@ -5,7 +5,11 @@
 //
 //   node --import tsx examples/otel-prometheus/main.ts          # one run, prints the scrape, exits 1 if a series is missing
 //   node --import tsx examples/otel-prometheus/main.ts --serve  # keeps the workload and :9464/metrics up for
-//                                                               # Prometheus and grafana-dashboard.json (Ctrl-C ends it)
+//                                                               # Prometheus and grafana-dashboard.json (Ctrl-C ends it);
+//                                                               # --port=N another port (0: a free one)
+//
+// With --serve the workload also has what a dashboard is for: every 15 s a slow hold (2.5 s: the
+// others queue behind it, the watchdog renews it) and every 10 s a lost lease. render.ts charts it.
 //
 // Redis: REDIS_URL, else a private redis-server, else Docker (relock/testing's startRedis).
 import { createServer } from 'node:http';
@@ -19,6 +23,7 @@ import { RelockInstrumentation } from 'relock/otel';
 import { startRedis } from 'relock/testing';
 
 const serve = process.argv.includes('--serve');
+const port = serve ? Number(process.argv.find((arg) => arg.startsWith('--port='))?.slice('--port='.length) ?? 9464) : 0;
 
 // The exporter is a metric reader; it serves /metrics from a server of ours (port 0 unless --serve).
 const exporter = new PrometheusExporter({ preventServerStart: true });
@@ -27,14 +32,18 @@ metrics.setGlobalMeterProvider(meterProvider);
 const instrumentation = new RelockInstrumentation();
 instrumentation.setMeterProvider(meterProvider);
 const http = createServer((request, response) => exporter.getMetricsRequestHandler(request, response));
-await new Promise<void>((resolve) => http.listen(serve ? 9464 : 0, '127.0.0.1', resolve));
+await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));
 const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/metrics`;
 
 await using redis = await startRedis();
-const workers = Array.from({ length: 5 }, () => new LockClient({ redis: redis.url }));
+// A 3 s lease, renewed every second while held: short, so that a slow hold shows renewals.
+const workers = Array.from({ length: 5 }, () => new LockClient({ redis: redis.url, leaseMs: 3_000 }));
 
-/** One round of the workload: every worker takes the lock in turn, some only try. */
-async function round(): Promise<void> {
+/**
+ * One round of the workload: every worker takes the lock in turn, some only try. `slow`: worker 0
+ * holds it for 2.5 s; `lose`: then worker 0 loses a lease.
+ */
+async function round({ slow = false, lose = true } = {}): Promise<void> {
   await Promise.all(
     workers.map(async (client, i) => {
       const lock = client.lock('nightly-report');
@@ -47,9 +56,10 @@ async function round(): Promise<void> {
         }
         return;
       }
-      await lock.runExclusive(() => sleep(20 + Math.random() * 30), { waitMs: 10_000 });
+      await lock.runExclusive(() => sleep(slow && i === 0 ? 2_500 : 20 + Math.random() * 30), { waitMs: 10_000 });
     }),
   );
+  if (!lose) return;
   // A lease lost: a forceUnlock() while worker 0 holds it (its lease.signal aborts at once on the
   // same client; another client's holder would learn of it at its next renewal).
   const lease = await workers[0]!.lock('nightly-report').acquire();
@@ -61,7 +71,17 @@ async function round(): Promise<void> {
 try {
   if (serve) {
     console.log(`serving ${url} (Ctrl-C to stop)`);
-    for (;;) await round();
+    const started = Date.now();
+    let slowAt = 5_000;
+    let loseAt = 10_000;
+    for (;;) {
+      const elapsed = Date.now() - started;
+      const slow = elapsed >= slowAt;
+      const lose = elapsed >= loseAt;
+      if (slow) slowAt += 15_000;
+      if (lose) loseAt += 10_000;
+      await round({ slow, lose });
+    }
   }
   for (let n = 0; n < 3; n++) await round();
   const scrape = await (await fetch(url)).text();

@@ -85,12 +85,21 @@ export const METRICS = {
   wakeups: 'relock.lock.wakeups',
 } as const;
 
+/**
+ * The histograms' bucket boundaries, in seconds (advice: a View of the SDK overrides them). The SDK's
+ * default boundaries (0, 5, 10, 25 … 10000) suit milliseconds: in seconds they put every wait and
+ * hold under 5 s in one bucket. These are those of OpenTelemetry's HTTP durations and ASP.NET Core's
+ * lease metrics (5 ms to 10 s), extended to 5 minutes for long holds.
+ */
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60, 120, 300];
+
 function instruments(meter: Meter): Instruments {
+  const advice = { explicitBucketBoundaries: SECONDS_BUCKETS };
   return {
     activeLeases: meter.createUpDownCounter(METRICS.activeLeases, { unit: '{lease}', description: 'Leases held now by this process (re-entries not counted).' }),
-    leaseDuration: meter.createHistogram(METRICS.leaseDuration, { unit: 's', description: 'How long a lease was held: from its acquire to its release or loss.' }),
+    leaseDuration: meter.createHistogram(METRICS.leaseDuration, { unit: 's', description: 'How long a lease was held: from its acquire to its release or loss.', advice }),
     pendingAcquires: meter.createUpDownCounter(METRICS.pendingAcquires, { unit: '{acquire}', description: 'Acquire calls under way now: attempting or waiting for the lock.' }),
-    acquireDuration: meter.createHistogram(METRICS.acquireDuration, { unit: 's', description: 'How long an acquire call took, waiting included, by its result.' }),
+    acquireDuration: meter.createHistogram(METRICS.acquireDuration, { unit: 's', description: 'How long an acquire call took, waiting included, by its result.', advice }),
     acquires: meter.createCounter(METRICS.acquires, { unit: '{acquire}', description: 'Acquire calls ended, by result: acquired, busy, timeout, aborted, error.' }),
     lostLeases: meter.createCounter(METRICS.lostLeases, { unit: '{lease}', description: 'Leases lost while held: their lease.signal aborted.' }),
     renewals: meter.createCounter(METRICS.renewals, { unit: '{lease}', description: 'Lease renewals by the watchdog.' }),

@@ -214,6 +214,12 @@ describe('relock/otel: RelockInstrumentation with the OpenTelemetry SDK', (it) =
       assert.ok(max > 0.05 && max < 10, `max wait ${max} s`);
       const holds = await points('relock.lock.lease.duration');
       assert.ok(holds.some((p) => p.attributes['relock.lease.outcome'] === 'released'));
+      // Buckets for seconds, 5 ms to 5 min (the SDK's default boundaries, 0, 5, 10 … 10000, are for
+      // milliseconds: every wait under 5 s would share one bucket and histogram_quantile() say 2.5 s).
+      for (const point of [...acquired, ...holds]) {
+        const { boundaries } = (point.value as Histogram).buckets;
+        assert.equal([boundaries[0], boundaries.at(-1)], [0.005, 300]);
+      }
       const [metric] = (await reader.collect()).resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).filter((m) => m.descriptor.name === 'relock.lock.lease.duration');
       assert.is(metric?.descriptor.unit, 's');
     } finally {
