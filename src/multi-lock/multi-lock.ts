@@ -112,9 +112,10 @@ export class MultiLockImpl implements MultiLock {
         throw error;
       }
       // A member lost while a later one was waited for (its fixed lease ran out, it was force-unlocked,
-      // Redis lost it): never hand out a lease with a member gone.
+      // Redis lost it): never hand out a lease with a member gone. Its signal is read after the
+      // check on Redis, with no await between it and the hand-out: a loss signalled meanwhile counts.
       const waited = clock.now() - firstAt >= VERIFY_AFTER_MS;
-      if (taken.some((lease) => lostOf(lease) !== undefined) || (waited && !(await this.#stillHeld(taken)))) {
+      if ((waited && !(await this.#stillHeld(taken))) || taken.some((lease) => lostOf(lease) !== undefined)) {
         await this.#rollback(taken);
         if (clock.now() >= deadline) {
           throw new LockTimeoutError(`Multi-lock "${this.name}" was not acquired within ${waitMs} ms: a member was lost while the others were awaited`, {
