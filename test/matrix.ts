@@ -15,12 +15,12 @@ export const GROUPS: Record<string, readonly string[]> = {
   'integration/redlock': ['integration/redlock'],
   'integration/cluster': ['integration/cluster'],
   // The ACL user and the managed-service profile: Valkey and Redis 6.0 differ in what a user may run.
-  'acl+managed': ['integration/security.test.ts', 'integration/managed.test.ts'],
+  'acl+managed': ['integration/server/security.test.ts', 'integration/server/managed.test.ts'],
   'faults-short': ['faults-short'],
   // relock's Redisson layout against the Redisson stand-in (docs/redisson.md): plain pub/sub on Redis 6.0's Cluster.
   'integration/redisson': ['integration/redisson', 'layouts'],
   // A server without Lua (scripting renamed away; on Valkey 9, its lua module unloaded) refused at first use.
-  'no-lua': ['integration/no-scripting.test.ts'],
+  'no-lua': ['integration/server/no-scripting.test.ts'],
 };
 
 /** A client family's groups: the contract suites, Redlock, Cluster and the short fault run. */

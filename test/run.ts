@@ -39,7 +39,7 @@ function units(groups: readonly string[]): Unit[] {
       process.env.RELOCK_FAULTS = group === 'faults' ? 'full' : (process.env.RELOCK_FAULTS ?? 'short');
       return files(join(root, 'faults')).map((file) => [file]);
     }
-    // A single file runs too: node --import tsx test/run.ts integration/lock.test.ts
+    // A single file runs too: node --import tsx test/run.ts integration/lock/lock.test.ts
     if (group.endsWith('.test.ts')) return [[join(root, group)]];
     return files(join(root, group)).map((file) => [file]);
   });

@@ -1,6 +1,6 @@
 // The GLIDE adapter of the client port: GlideClient and GlideClusterClient of @valkey/valkey-glide
 // 2.3 and later (dynamic pub/sub). It imports nothing from GLIDE: it drives the client it is given
-// through customCommand. What GLIDE 2.5 does, measured (test/integration/glide.test.ts):
+// through customCommand. What GLIDE 2.5 does, measured (test/integration/clients/glide.test.ts):
 // - A server's error reply rejects with a RequestError whose message GLIDE rewrote: "An error was
 //   signalled by the server: - NoScriptError: ..." for the codes it knows, "WRONGTYPE: ..." for the
 //   others. The port gives it back as the server sent it ("NOSCRIPT ...", "WRONGTYPE ..."), named

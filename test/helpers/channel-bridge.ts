@@ -1,5 +1,5 @@
 // relock's diagnostics channels as OpenTelemetry-shaped spans and metrics, with nothing but
-// node:diagnostics_channel, recorded by an in-memory sink: test/integration/diagnostics.test.ts checks
+// node:diagnostics_channel, recorded by an in-memory sink: test/integration/otel/diagnostics.test.ts checks
 // the channels through it. It was examples/diagnostics/otel-bridge.ts, a file to copy; relock/otel
 // (src/otel/, docs/diagnostics.md) replaces it for users.
 import { subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';

@@ -6,11 +6,11 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type * as Relock from '../../src/index.ts';
-import { describe, uniqueName } from '../helpers/describe.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import type * as Relock from '../../../src/index.ts';
+import { describe, uniqueName } from '../../helpers/describe.ts';
+import { startRedis, type RedisServer } from '../../helpers/redis.ts';
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..', '..', '..');
 const CLASSES = ['LockError', 'LockTimeoutError', 'LockNotHeldError', 'LockLostError'] as const;
 type Build = typeof Relock;
 

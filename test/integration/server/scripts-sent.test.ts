@@ -4,10 +4,10 @@ import * as assert from 'uvu/assert';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe } from '../helpers/describe.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { describe } from '../../helpers/describe.ts';
+import { startRedis, type RedisServer } from '../../helpers/redis.ts';
 
-const generatedDir = join(import.meta.dirname, '..', '..', 'src', 'generated');
+const generatedDir = join(import.meta.dirname, '..', '..', '..', 'src', 'generated');
 
 describe('the scripts relock sends', (it) => {
   let server: RedisServer;

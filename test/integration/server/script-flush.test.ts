@@ -4,9 +4,9 @@
 // renewals, waits woken by a release, releases, reads, and the latch.
 import * as assert from 'uvu/assert';
 import type { Redis } from 'ioredis';
-import { LockClient } from '../../src/index.ts';
-import { describe, uniqueName } from '../helpers/describe.ts';
-import { commandStats, setup, sleep } from '../helpers/fixture.ts';
+import { LockClient } from '../../../src/index.ts';
+import { describe, uniqueName } from '../../helpers/describe.ts';
+import { commandStats, setup, sleep } from '../../helpers/fixture.ts';
 
 describe('scripts that disappear: SCRIPT FLUSH before every script call', (it) => {
   const s = setup(it);

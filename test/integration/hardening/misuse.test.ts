@@ -2,10 +2,10 @@
 // names the problem, nothing reaches Redis, the lock's keys are left as they were, and the client
 // keeps working for other locks.
 import * as assert from 'uvu/assert';
-import { LockClient, LockError, LockNotHeldError, type Lease, type Lock } from '../../src/index.ts';
-import { describe, rejects, uniqueName } from '../helpers/describe.ts';
-import { commandStats, setup } from '../helpers/fixture.ts';
-import { assertClosedBeforeCall } from '../helpers/closed.ts';
+import { LockClient, LockError, LockNotHeldError, type Lease, type Lock } from '../../../src/index.ts';
+import { describe, rejects, uniqueName } from '../../helpers/describe.ts';
+import { commandStats, setup } from '../../helpers/fixture.ts';
+import { assertClosedBeforeCall } from '../../helpers/closed.ts';
 
 /** A value of a bad kind, and how an error message shows it. */
 interface Bad {

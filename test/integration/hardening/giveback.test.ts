@@ -10,11 +10,11 @@ import { GlideClient, Logger } from '@valkey/valkey-glide';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import { LockClient, LockError, type AnyRedisClient } from '../../src/index.ts';
-import { describe, eventually, rejects, uniqueName } from '../helpers/describe.ts';
-import { sleep } from '../helpers/fixture.ts';
-import { startProxy, type Proxy } from '../helpers/proxy.ts';
-import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
+import { LockClient, LockError, type AnyRedisClient } from '../../../src/index.ts';
+import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
+import { sleep } from '../../helpers/fixture.ts';
+import { startProxy, type Proxy } from '../../helpers/proxy.ts';
+import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
 
 // GLIDE logs every error reply (relock's first EVALSHA's NOSCRIPT) at WARN on stdout by default.
 Logger.setLoggerConfig('off');

@@ -4,20 +4,14 @@
 // close() and its races with an acquire, and a Redlock over clients of both families. The contract suites run over node-redis in
 // `npm run test:clients`.
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createClient, RESP_TYPES } from 'redis';
-import { LockClient, LockError } from '../../src/index.ts';
-import { closeAtEveryOffset, hookReplies } from '../helpers/close-race.ts';
-import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { startProxy } from '../helpers/proxy.ts';
-import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
+import { LockClient, LockError } from '../../../src/index.ts';
+import { closeAtEveryOffset, hookReplies } from '../../helpers/close-race.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { exitsOnItsOwn, PACKAGE, RELOCK } from '../../helpers/child.ts';
+import { startProxy } from '../../helpers/proxy.ts';
+import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const noop = () => undefined;
 type NodeRedis = ReturnType<typeof createClient>;
 
@@ -154,14 +148,14 @@ describe('LockClient#close over a node-redis client racing a contended acquire',
   it.after(() => server.stop());
 
   it('opens nothing after close(): a process that closes its clients mid-acquire exits on its own', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relock-node-redis-close-'));
-    const script = join(dir, 'close-race.mts');
-    writeFileSync(
-      script,
-      `
+    const other = new LockClient({ redis: server.url });
+    const held = await other.lock(uniqueName()).acquire();
+    try {
+      const { code, output } = await exitsOnItsOwn(
+        `
 import { createRequire } from 'node:module';
-import { LockClient } from ${JSON.stringify(pathToFileURL(join(root, 'src', 'index.ts')).href)};
-const { createClient } = createRequire(${JSON.stringify(join(root, 'package.json'))})('redis');
+import { LockClient } from ${RELOCK};
+const { createClient } = createRequire(${PACKAGE})('redis');
 const [url, name] = process.argv.slice(2);
 const turns = async (n) => { for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve)); };
 const redis = await createClient({ url }).connect();
@@ -176,22 +170,15 @@ for (let n = 0; n < 16; n++) {
 await redis.close();
 console.log('done');
 `,
-    );
-    const other = new LockClient({ redis: server.url });
-    const held = await other.lock(uniqueName()).acquire();
-    const child = spawn(process.execPath, ['--import', 'tsx', script, server.url, held.name], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (data: Buffer) => (output += data));
-    child.stderr.on('data', (data: Buffer) => (output += data));
-    try {
-      const [code] = (await within(once(child, 'exit'), 8_000, 'the child process exiting on its own')) as [number | null];
+        [server.url, held.name],
+        8_000,
+        'the child process',
+      );
       assert.is(code, 0, output);
       assert.match(output, /done/);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await held.release();
       await other.close();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -3,10 +3,10 @@
 // them, the fence key outlives every lease, runExclusive copes with fn releasing its own lease, and
 // many clients or waits on one connection or signal raise no MaxListenersExceededWarning.
 import * as assert from 'uvu/assert';
-import { LockClient, LockError, LockLostError, type Lease } from '../../src/index.ts';
-import { describe, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats, setup, sleep } from '../helpers/fixture.ts';
-import { startProxy } from '../helpers/proxy.ts';
+import { LockClient, LockError, LockLostError, type Lease } from '../../../src/index.ts';
+import { describe, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { commandStats, setup, sleep } from '../../helpers/fixture.ts';
+import { startProxy } from '../../helpers/proxy.ts';
 
 const noop = () => undefined;
 const lockKey = (name: string) => `relock:{${name}}`;

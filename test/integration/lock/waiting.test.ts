@@ -1,9 +1,9 @@
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { LockClient, LockError, LockLostError, LockNotHeldError } from '../../src/index.ts';
-import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats, setup, sleep } from '../helpers/fixture.ts';
-import { assertClosedBeforeCall } from '../helpers/closed.ts';
+import { LockClient, LockError, LockLostError, LockNotHeldError } from '../../../src/index.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { commandStats, setup, sleep } from '../../helpers/fixture.ts';
+import { assertClosedBeforeCall } from '../../helpers/closed.ts';
 
 
 
@@ -336,7 +336,7 @@ describe('Round trips', (it) => {
 
 describe('LockClient#close on a dead Redis', (it) => {
   it('does not wait for a Redis that is gone', async () => {
-    const { startPrivateRedis } = await import('../helpers/redis.ts');
+    const { startPrivateRedis } = await import('../../helpers/redis.ts');
     const server = await startPrivateRedis();
     const c = new LockClient({ redis: server.url });
     c.on('error', () => undefined);

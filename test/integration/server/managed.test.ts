@@ -4,10 +4,10 @@
 // works; the eviction-policy check degrades silently; and `replicas` on a server without WAIT
 // fails at the first acquire with ERR_LOCK_UNSUPPORTED, the lock given back, never a hang.
 import * as assert from 'uvu/assert';
-import { LockError } from '../../src/index.ts';
-import { createRelockUser, type AclUser } from '../helpers/acl.ts';
-import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { setup } from '../helpers/fixture.ts';
+import { LockError } from '../../../src/index.ts';
+import { createRelockUser, type AclUser } from '../../helpers/acl.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { setup } from '../../helpers/fixture.ts';
 
 const RENAMED = ['CONFIG', 'CLIENT', 'DEBUG', 'MONITOR', 'WAIT'];
 

@@ -8,14 +8,14 @@
 import * as assert from 'uvu/assert';
 import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import { createCluster } from 'redis';
-import { LockClient } from '../../src/index.ts';
-import type { AnyRedisClient } from '../../src/options.ts';
-import { keySlot } from '../../src/runtime/slot.ts';
-import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../helpers/cluster.ts';
-import type { RedisServer } from '../helpers/redis.ts';
-import { describe, eventually, uniqueName, within } from '../helpers/describe.ts';
-import { sleep } from '../helpers/fixture.ts';
-import { admin, closeAdmins, promote, shardSubscribers } from './cluster/support.ts';
+import { LockClient } from '../../../src/index.ts';
+import type { AnyRedisClient } from '../../../src/options.ts';
+import { keySlot } from '../../../src/runtime/slot.ts';
+import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import type { RedisServer } from '../../helpers/redis.ts';
+import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
+import { sleep } from '../../helpers/fixture.ts';
+import { admin, closeAdmins, promote, shardSubscribers } from '../cluster/support.ts';
 
 Logger.setLoggerConfig('off');
 let cluster: RedisCluster;

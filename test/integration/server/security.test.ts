@@ -5,14 +5,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import * as scripts from '../../src/generated/lock.ts';
-import { LockClient, LockError, type Lease } from '../../src/index.ts';
-import { CHANNEL_ACL, channelAclOnly, createRelockUser, relockCommands } from '../helpers/acl.ts';
-import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { sleep } from '../helpers/fixture.ts';
-import { freePort, startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
-import { makeCertificates, tlsUnavailable, type Certificates } from '../helpers/tls.ts';
-import { scenario } from '../faults/harness.ts';
+import * as scripts from '../../../src/generated/lock.ts';
+import { LockClient, LockError, type Lease } from '../../../src/index.ts';
+import { CHANNEL_ACL, channelAclOnly, createRelockUser, relockCommands } from '../../helpers/acl.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { sleep } from '../../helpers/fixture.ts';
+import { freePort, startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
+import { makeCertificates, tlsUnavailable, type Certificates } from '../../helpers/tls.ts';
+import { scenario } from '../../faults/harness.ts';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -280,7 +280,7 @@ describe('Security: ids and names', (it) => {
   });
 
   it('draws every id from crypto: the source has randomUUID from node:crypto and no Math.random', () => {
-    const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
+    const dir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src');
     const sources = readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => [f, readFileSync(join(dir, f), 'utf8')] as const);
     for (const [file, source] of sources) assert.not.ok(/Math\.random/.test(source), `${file} uses Math.random`);
     const users = sources.filter(([, source]) => /randomUUID\(\)/.test(source));

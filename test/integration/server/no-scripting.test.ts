@@ -4,10 +4,10 @@
 // says so, nothing written: never a hang, never the raw reply error.
 import { execFileSync } from 'node:child_process';
 import * as assert from 'uvu/assert';
-import { LockClient, LockError } from '../../src/index.ts';
-import { applicableOnly, describe, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { setup, type Suite } from '../helpers/fixture.ts';
-import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
+import { LockClient, LockError } from '../../../src/index.ts';
+import { applicableOnly, describe, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { setup, type Suite } from '../../helpers/fixture.ts';
+import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
 
 /** The first use of every kind, each expected to reject with ERR_LOCK_NO_SCRIPTING within 5 s. */
 function firstUses(client: LockClient): [string, () => Promise<unknown>][] {

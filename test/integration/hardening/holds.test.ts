@@ -4,10 +4,10 @@
 // by wrapping the evalsha method of a real ioredis client passed in.
 import * as assert from 'uvu/assert';
 import { Redis } from 'ioredis';
-import { LockClient, LockNotHeldError, type LockError } from '../../src/index.ts';
-import { createRelockUser } from '../helpers/acl.ts';
-import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { setup, sleep } from '../helpers/fixture.ts';
+import { LockClient, LockNotHeldError, type LockError } from '../../../src/index.ts';
+import { createRelockUser } from '../../helpers/acl.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { setup, sleep } from '../../helpers/fixture.ts';
 
 const noop = () => undefined;
 const lockKey = (name: string) => `relock:{${name}}`;

@@ -4,9 +4,9 @@
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe } from '../helpers/describe.ts';
+import { describe } from '../../helpers/describe.ts';
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..', '..', '..');
 const GUIDES: Record<string, readonly string[]> = {
   'docs/choosing-timeouts.md': ['examples/choosing-timeouts/main.ts', 'examples/express/main.ts'],
   'docs/migrating.md': ['examples/migrating/main.ts'],

@@ -6,24 +6,18 @@
 // close() and its races, a client relock cannot use refused before any I/O. The contract suites,
 // Redlock, Cluster and the short faults run over GLIDE in `npm run test:clients`.
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GlideClient, Logger, type GlideClientConfiguration } from '@valkey/valkey-glide';
-import { LockClient, LockError } from '../../src/index.ts';
-import { closeAtEveryOffset, hookReplies } from '../helpers/close-race.ts';
-import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats } from '../helpers/fixture.ts';
-import { startProxy } from '../helpers/proxy.ts';
-import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
+import { LockClient, LockError } from '../../../src/index.ts';
+import { closeAtEveryOffset, hookReplies } from '../../helpers/close-race.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { exitsOnItsOwn, PACKAGE, RELOCK } from '../../helpers/child.ts';
+import { commandStats } from '../../helpers/fixture.ts';
+import { startProxy } from '../../helpers/proxy.ts';
+import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
 
 // GLIDE logs every error reply (relock's first EVALSHA's NOSCRIPT) at WARN on stdout by default.
 Logger.setLoggerConfig('off');
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const noop = () => undefined;
 
 async function timed<T>(promise: Promise<T>, limitMs: number, what: string): Promise<{ error: LockError; ms: number }> {
@@ -238,14 +232,14 @@ describe('LockClient#close over a GLIDE client racing a contended acquire', (it)
   it.after(() => server.stop());
 
   it("opens nothing after close(): a process that closes its clients mid-acquire exits on its own (relock's GLIDE subscribers closed)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relock-glide-close-'));
-    const script = join(dir, 'close-race.mts');
-    writeFileSync(
-      script,
-      `
+    const other = new LockClient({ redis: server.url });
+    const held = await other.lock(uniqueName()).acquire();
+    try {
+      const { code, output } = await exitsOnItsOwn(
+        `
 import { createRequire } from 'node:module';
-import { LockClient } from ${JSON.stringify(pathToFileURL(join(root, 'src', 'index.ts')).href)};
-const { GlideClient, Logger } = createRequire(${JSON.stringify(join(root, 'package.json'))})('@valkey/valkey-glide');
+import { LockClient } from ${RELOCK};
+const { GlideClient, Logger } = createRequire(${PACKAGE})('@valkey/valkey-glide');
 Logger.setLoggerConfig('off');
 const [port, name] = process.argv.slice(2);
 const turns = async (n) => { for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve)); };
@@ -261,22 +255,15 @@ for (let n = 0; n < 16; n++) {
 redis.close();
 console.log('done');
 `,
-    );
-    const other = new LockClient({ redis: server.url });
-    const held = await other.lock(uniqueName()).acquire();
-    const child = spawn(process.execPath, ['--import', 'tsx', script, String(server.port), held.name], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (data: Buffer) => (output += data));
-    child.stderr.on('data', (data: Buffer) => (output += data));
-    try {
-      const [code] = (await within(once(child, 'exit'), 10_000, 'the child process exiting on its own')) as [number | null];
+        [String(server.port), held.name],
+        10_000,
+        'the child process',
+      );
       assert.is(code, 0, output);
       assert.match(output, /done/);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await held.release();
       await other.close();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 

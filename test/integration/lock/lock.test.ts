@@ -1,7 +1,7 @@
 import * as assert from 'uvu/assert';
-import { LockLostError, LockNotHeldError, LockTimeoutError } from '../../src/index.ts';
-import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { commandStats, setup, sleep } from '../helpers/fixture.ts';
+import { LockLostError, LockNotHeldError, LockTimeoutError } from '../../../src/index.ts';
+import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { commandStats, setup, sleep } from '../../helpers/fixture.ts';
 
 
 

@@ -4,10 +4,10 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symli
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { describe } from '../helpers/describe.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { describe } from '../../helpers/describe.ts';
+import { startRedis, type RedisServer } from '../../helpers/redis.ts';
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..', '..', '..');
 let server: RedisServer;
 
 // What a user of the published package runs: the built bundles, not src/.

@@ -3,10 +3,10 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { describe } from '../helpers/describe.ts';
-import { startRedis, type RedisServer } from '../helpers/redis.ts';
+import { describe } from '../../helpers/describe.ts';
+import { startRedis, type RedisServer } from '../../helpers/redis.ts';
 
-const root = join(import.meta.dirname, '..', '..');
+const root = join(import.meta.dirname, '..', '..', '..');
 let server: RedisServer;
 
 describe('README', (it) => {

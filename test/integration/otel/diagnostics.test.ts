@@ -4,11 +4,11 @@
 // lease lost holds to a loaded machine's stalls, failing whichever test held one then).
 import * as assert from 'uvu/assert';
 import { channel, subscribe, tracingChannel, unsubscribe } from 'node:diagnostics_channel';
-import { bridge, memorySink, type RecordedSpan } from '../helpers/channel-bridge.ts';
-import type { AcquireTraceContext, Lease, Lock, LockClient, LockKind, LostMessage, RenewMessage, Semaphore, WakeMessage } from '../../src/index.ts';
-import { describe, eventually, rejects, uniqueName } from '../helpers/describe.ts';
-import { setup, sleep } from '../helpers/fixture.ts';
-import { assertClosedBeforeCall } from '../helpers/closed.ts';
+import { bridge, memorySink, type RecordedSpan } from '../../helpers/channel-bridge.ts';
+import type { AcquireTraceContext, Lease, Lock, LockClient, LockKind, LostMessage, RenewMessage, Semaphore, WakeMessage } from '../../../src/index.ts';
+import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
+import { setup, sleep } from '../../helpers/fixture.ts';
+import { assertClosedBeforeCall } from '../../helpers/closed.ts';
 
 const CHANNELS = ['relock:lost', 'relock:renew', 'relock:wake'] as const;
 

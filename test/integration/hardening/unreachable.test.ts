@@ -2,23 +2,18 @@
 // redis-servers that are killed for real, ACL users, a latency proxy, and a child process for the
 // close() race.
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { LockClient, LockError, type LockClientOptions, type LockErrorCode } from '../../src/index.ts';
-import { createRelockUser } from '../helpers/acl.ts';
-import { closeAtEveryOffset, hookReplies } from '../helpers/close-race.ts';
-import { applicableOnly, describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { redisFor, setup, sleep, TEST_CLIENT } from '../helpers/fixture.ts';
-import { startProxy } from '../helpers/proxy.ts';
-import type { Closable } from '../helpers/clients.ts';
-import { freePort, startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
+import { LockClient, LockError, type LockClientOptions, type LockErrorCode } from '../../../src/index.ts';
+import { createRelockUser } from '../../helpers/acl.ts';
+import { closeAtEveryOffset, hookReplies } from '../../helpers/close-race.ts';
+import { applicableOnly, describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { exitsOnItsOwn, PACKAGE, RELOCK } from '../../helpers/child.ts';
+import { redisFor, setup, sleep, TEST_CLIENT } from '../../helpers/fixture.ts';
+import { startProxy } from '../../helpers/proxy.ts';
+import type { Closable } from '../../helpers/clients.ts';
+import { freePort, startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const noop = () => undefined;
 const lockKey = (name: string) => `relock:{${name}}`;
 
@@ -286,7 +281,7 @@ describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
   /**
    * Every code but the catch-all ERR_LOCK, each produced for real; the type makes the table complete.
    * ERR_LOCK_UNSUPPORTED needs a Redis Cluster older than Redis 7: test/integration/cluster/legacy.test.ts.
-   * ERR_LOCK_NO_SCRIPTING needs a server without Lua: test/integration/no-scripting.test.ts.
+   * ERR_LOCK_NO_SCRIPTING needs a server without Lua: test/integration/server/no-scripting.test.ts.
    */
   const table: Record<Exclude<LockErrorCode, 'ERR_LOCK' | 'ERR_LOCK_UNSUPPORTED' | 'ERR_LOCK_NO_SCRIPTING'>, [how: string, produce: Produce]> = {
     ERR_LOCK_TIMEOUT: [
@@ -504,14 +499,14 @@ describe('LockClient#close racing a contended acquire (issue 7, 2.5)', (it) => {
   const s = setup(it);
 
   it('never opens a connection after close(): a process that closes its clients mid-acquire exits on its own', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'relock-close-race-'));
-    const script = join(dir, 'close-race.mts');
-    writeFileSync(
-      script,
-      `
+    const held = await s.client.lock(uniqueName()).acquire();
+    try {
+      // It takes about 1.5 s once started.
+      const { code, output } = await exitsOnItsOwn(
+        `
 import { createRequire } from 'node:module';
-import { LockClient } from ${JSON.stringify(pathToFileURL(join(root, 'src', 'index.ts')).href)};
-const { Redis } = createRequire(${JSON.stringify(join(root, 'package.json'))})('ioredis');
+import { LockClient } from ${RELOCK};
+const { Redis } = createRequire(${PACKAGE})('ioredis');
 const [url, name] = process.argv.slice(2);
 const turns = async (n) => { for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve)); };
 const microtasks = (n, fn) => { let chain = Promise.resolve(); for (let i = 0; i < n; i++) chain = chain.then(); chain.then(fn); };
@@ -542,20 +537,14 @@ for (let n = 0; n < 16; n++) {
 redis.disconnect();
 console.log('done');
 `,
-    );
-    const held = await s.client.lock(uniqueName()).acquire();
-    const child = spawn(process.execPath, ['--import', 'tsx', script, s.f.server.url, held.name], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (data: Buffer) => (output += data));
-    child.stderr.on('data', (data: Buffer) => (output += data));
-    try {
-      const [code] = (await within(once(child, 'exit'), 8_000, 'the child process exiting on its own (it takes about 1.5 s)')) as [number | null];
+        [s.f.server.url, held.name],
+        8_000,
+        'the child process',
+      );
       assert.is(code, 0, output);
       assert.match(output, /done/);
     } finally {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await held.release();
-      rmSync(dir, { recursive: true, force: true });
     }
   });
 
