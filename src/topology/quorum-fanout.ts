@@ -26,6 +26,8 @@ export class FanoutConnection extends EventEmitter {
   readonly #connections: readonly SubscriberConnection[];
   readonly #quorum: number;
   readonly #masters: readonly Named[];
+  /** Per master: whether its command connection is ready (the master answers now). */
+  readonly #answering: readonly (() => boolean)[];
   readonly #copies = new Map<string, Copies>();
   /** Connections where a SUBSCRIBE failed: their first 'ready' must subscribe them. */
   readonly #missed = new Set<SubscriberConnection>();
@@ -36,14 +38,16 @@ export class FanoutConnection extends EventEmitter {
   /**
    * @param connections one subscriber connection per master (relock's own, lazily connecting)
    * @param quorum how many masters must confirm a subscription
-   * @param masters each master as errors name it: host:port, and its server's last connection error
+   * @param masters each master as errors name it: host:port, and its server's last connection error;
+   *   `answering`: whether its command connection is ready
    */
-  constructor(connections: readonly SubscriberConnection[], quorum: number, masters: readonly Pick<Named, 'label' | 'lastError'>[]) {
+  constructor(connections: readonly SubscriberConnection[], quorum: number, masters: readonly (Pick<Named, 'label' | 'lastError'> & { readonly answering?: () => boolean })[]) {
     super();
     this.#connections = connections;
     this.#quorum = quorum;
     // Down, for an error, is this subscriber connection's state.
     this.#masters = masters.map((master, i) => ({ ...master, down: () => isDown(connections[i]!.status) }));
+    this.#answering = masters.map((master) => master.answering ?? (() => false));
     for (const connection of connections) {
       let ready = false;
       connection.on('message', (channel: string, message: string) => this.#message(channel, message));
@@ -148,15 +152,16 @@ export class FanoutConnection extends EventEmitter {
             },
             (error: unknown) => fail(i, error),
           );
-        // A connection coming back after a drop (its next try is at most 1 s away, the first 100 ms)
-        // is waited for, up to SILENT_MS, as a master slow to answer is: a wait that begins just after
-        // a drop of its subscriber connections does not fail for it, though every master answered its
-        // attempt. Not back by then, it fails as one known down.
-        if (connection.status === 'reconnecting') {
+        // A subscriber connection coming back after a drop (its first try 100 ms after it) while its
+        // master answers commands is waited for, up to SILENT_MS, as a master slow to answer is: a wait
+        // that begins just after a drop of its subscriber connections does not fail for them, though
+        // every master answered its attempt. Not back by then, it fails as one known down. A master
+        // whose command connection is not ready either (down) fails at once, as before.
+        if (connection.status === 'reconnecting' && this.#answering[i]!()) {
           this.#whenBack(connection, send, () => fail(i, new Error(`the subscriber connection is ${connection.status}`)));
           return;
         }
-        // A connection known down for good fails at once (it is subscribed again if it comes back).
+        // A connection known down fails at once (it is subscribed again when it comes back).
         if (isDown(connection.status)) {
           fail(i, new Error(`the subscriber connection is ${connection.status}`));
           return;
