@@ -26,26 +26,35 @@ export class FanoutConnection extends EventEmitter {
   readonly #connections: readonly SubscriberConnection[];
   readonly #quorum: number;
   readonly #masters: readonly Named[];
+  /** Per master: whether its command connection is ready (the master answers now). */
+  readonly #answering: readonly (() => boolean)[];
   readonly #copies = new Map<string, Copies>();
   /** Connections where a SUBSCRIBE failed: their first 'ready' must subscribe them. */
   readonly #missed = new Set<SubscriberConnection>();
+  /** Subscriptions waiting for a connection that is reconnecting: each is sent at its next 'ready'. */
+  readonly #back = new Map<SubscriberConnection, Set<() => void>>();
   #readyOnce = false;
 
   /**
    * @param connections one subscriber connection per master (relock's own, lazily connecting)
    * @param quorum how many masters must confirm a subscription
-   * @param masters each master as errors name it: host:port, and its server's last connection error
+   * @param masters each master as errors name it: host:port, and its server's last connection error;
+   *   `answering`: whether its command connection is ready
    */
-  constructor(connections: readonly SubscriberConnection[], quorum: number, masters: readonly Pick<Named, 'label' | 'lastError'>[]) {
+  constructor(connections: readonly SubscriberConnection[], quorum: number, masters: readonly (Pick<Named, 'label' | 'lastError'> & { readonly answering?: () => boolean })[]) {
     super();
     this.#connections = connections;
     this.#quorum = quorum;
     // Down, for an error, is this subscriber connection's state.
     this.#masters = masters.map((master, i) => ({ ...master, down: () => isDown(connections[i]!.status) }));
+    this.#answering = masters.map((master) => master.answering ?? (() => false));
     for (const connection of connections) {
       let ready = false;
       connection.on('message', (channel: string, message: string) => this.#message(channel, message));
       connection.on('ready', () => {
+        const waiting = this.#back.get(connection);
+        this.#back.delete(connection);
+        for (const send of waiting ?? []) send();
         // The Subscriber treats its first 'ready' as the start and any later one as a reconnect: the
         // first master up starts it; a master that comes back after a drop, or that comes up late after
         // a SUBSCRIBE failed on it, is a reconnect (everything is subscribed again, every waiter retries).
@@ -134,21 +143,47 @@ export class FanoutConnection extends EventEmitter {
         check();
       };
       this.#connections.forEach((connection, i) => {
+        const send = () =>
+          void connection.subscribe(...channels).then(
+            () => {
+              replies[i] = { ok: true, value: undefined };
+              if (++ok === this.#quorum) resolve();
+              check();
+            },
+            (error: unknown) => fail(i, error),
+          );
+        // A subscriber connection coming back after a drop (its first try 100 ms after it) while its
+        // master answers commands is waited for, up to SILENT_MS, as a master slow to answer is: a wait
+        // that begins just after a drop of its subscriber connections does not fail for them, though
+        // every master answered its attempt. Not back by then, it fails as one known down. A master
+        // whose command connection is not ready either (down) fails at once, as before.
+        if (connection.status === 'reconnecting' && this.#answering[i]!()) {
+          this.#whenBack(connection, send, () => fail(i, new Error(`the subscriber connection is ${connection.status}`)));
+          return;
+        }
         // A connection known down fails at once (it is subscribed again when it comes back).
         if (isDown(connection.status)) {
           fail(i, new Error(`the subscriber connection is ${connection.status}`));
           return;
         }
-        connection.subscribe(...channels).then(
-          () => {
-            replies[i] = { ok: true, value: undefined };
-            if (++ok === this.#quorum) resolve();
-            check();
-          },
-          (error: unknown) => fail(i, error),
-        );
+        send();
       });
     });
+  }
+
+  /** Calls `send` at the connection's next 'ready', or `giveUp` if it is not back within SILENT_MS. */
+  #whenBack(connection: SubscriberConnection, send: () => void, giveUp: () => void): void {
+    let waiting = this.#back.get(connection);
+    if (!waiting) this.#back.set(connection, (waiting = new Set()));
+    const back = () => {
+      clearTimeout(timer);
+      send();
+    };
+    const timer = setTimeout(() => {
+      waiting.delete(back);
+      giveUp();
+    }, SILENT_MS).unref();
+    waiting.add(back);
   }
 
   /** Unsubscribes on every master; failures only leave subscriptions nobody listens to. */

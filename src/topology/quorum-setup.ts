@@ -54,7 +54,7 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
         ports.map((port) => port.openSubscriber()),
         quorum,
         // Each master as an error names it: a subscriber connection that is down fails for its server's reason.
-        ports.map((port, i) => ({ label: options.servers[i]!.label, lastError: () => port.lastError })),
+        ports.map((port, i) => ({ label: options.servers[i]!.label, lastError: () => port.lastError, answering: () => port.status === 'ready' })),
       ) as unknown as SubscriberConnection,
   });
   const masters = ports.map(

@@ -1,5 +1,4 @@
-import { lockContract } from './lock-contract.ts';
+// The fair-lock cells of the contract matrix (cells.ts) on one server and on a Redlock client.
+import { runCells } from './cells.ts';
 
-// A fair waiter's client heartbeats its queue entries every 200 ms: at most 3 script calls in the
-// contract's 500 ms of sleep, whatever the number of waiters (one call per client and lock).
-lockContract('client.fairLock()', (client, name) => client.fairLock(name), { idleWaitCalls: 3 });
+runCells(import.meta.url);

@@ -1,8 +1,4 @@
-// The count-down latch's contract (latch-contract.ts) on one private Redis server.
-import { fixture } from '../helpers/fixture.ts';
-import { latchContract } from './latch-contract.ts';
+// The latch cells of the contract matrix (cells.ts) on one server (a Redlock client refuses the latch).
+import { runCells } from './cells.ts';
 
-latchContract('client.countDownLatch() on one server', async () => {
-  const f = await fixture();
-  return { client: () => f.client(), admins: [f.admin], stop: () => f.close() };
-});
+runCells(import.meta.url);

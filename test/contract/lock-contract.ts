@@ -2,11 +2,11 @@
 // as one suite that any lock kind runs by handing in a factory. Later kinds (fairLock, multiLock,
 // readWriteLock().writeLock(), Redlock) reuse it; what a kind does not support is switched off in
 // the options, never by editing a test.
-import { Redis } from 'ioredis';
 import * as assert from 'uvu/assert';
 import { LockClient, LockLostError, LockNotHeldError, LockTimeoutError, type Lease, type Lock, type LockClientOptions } from '../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../helpers/describe.ts';
-import { scriptCalls as countScripts, setup, sleep } from '../helpers/fixture.ts';
+import { disconnect, each, type Deployment } from '../helpers/deployment.ts';
+import { setup, sleep } from '../helpers/fixture.ts';
 import { assertClosedBeforeCall } from '../helpers/closed.ts';
 
 export interface LockContractOptions {
@@ -30,6 +30,10 @@ export interface LockContractOptions {
    * readers share by design. @default none: the kind keeps itself out
    */
   readonly blocker?: (client: LockClient, name: string) => Lock;
+  /** What the suite runs on (helpers/deployment.ts): one server, a Cluster, the masters of a Redlock client. @default a server of its own */
+  readonly servers?: () => Promise<Deployment>;
+  /** Every client of the suite shares one set of ioredis connections passed in (helpers/fixture.ts). @default false */
+  readonly shareConnections?: boolean;
 }
 
 /**
@@ -49,7 +53,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
   describe(`Lock contract: ${label}`, (it) => {
     // Both with the default 30 s watchdog lease: a waiter behind them can only be woken early by a
     // release. `fast` renews every 100 ms, so losses are noticed quickly.
-    const s = setup(it, clientOptions, clientOptions);
+    const s = setup(it, clientOptions, clientOptions, options.servers ?? {}, { shareConnections: options.shareConnections ?? false });
     let fast: LockClient;
     it.before(() => {
       fast = s.f.client({ ...clientOptions, leaseMs: 300 });
@@ -66,7 +70,8 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       const name = uniqueName('contract');
       return [factory(mine, name), holder(theirs, name)];
     };
-    const scriptCalls = () => countScripts(s.f.admin);
+    /** Script calls over every node. */
+    const scriptCalls = () => s.f.scriptCalls();
     /** Resolves with the signal's reason once it aborts. */
     const aborted = (signal: AbortSignal, ms: number, what: string) =>
       within(
@@ -251,7 +256,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       const held = await theirs!.acquire(); // 30 s lease: only a retry makes this quick
       const waiting = mine!.acquire();
       await eventually(() => s.client.waiting === 1, 'queued');
-      await s.f.admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      for (const admin of s.f.admins) await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
       await held.release(); // published while the subscriber is down
       await (await within(waiting, 5_000, 'the waiter after the subscriber came back')).release();
     });
@@ -274,8 +279,8 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     // --- Bad arguments, close()
 
     it('rejects bad arguments with a TypeError or RangeError naming them, before any I/O', async () => {
-      // A connection that was never opened: any command would open it.
-      const redis = new Redis({ host: s.f.server.host, port: s.f.server.port, lazyConnect: true });
+      // Connections that were never opened (a Redis, a Cluster, one per master): any command would open them.
+      const redis = s.f.deployment.connect({ lazyConnect: true });
       const client = new LockClient({ ...clientOptions, redis });
       const lock = lockOn(client);
       type Case = [label: string, call: () => unknown, error: typeof TypeError | typeof RangeError, mentions: string];
@@ -308,9 +313,9 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       const reason = new Error('aborted before the call');
       controller.abort(reason);
       assert.is(await rejects(lock.acquire({ signal: controller.signal })), reason, 'an aborted signal rejects with its reason');
-      assert.is(redis.status, 'wait', 'no connection was attempted');
+      for (const connection of each(redis)) assert.is(connection.status, 'wait', 'no connection was attempted');
       await client.close();
-      redis.disconnect();
+      disconnect(redis);
     });
 
     it('close() rejects every pending wait with an AbortError and ends the leases of that client', async () => {
@@ -338,9 +343,9 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       // given back over it, or the lock stays taken for a whole lease by nobody.
       let rejected = 0;
       for (let i = 0; i < 3; i++) {
-        const redis = clientOptions.redis === undefined ? new Redis(s.f.server.url) : undefined;
-        redis?.on('error', () => undefined);
-        const client = new LockClient({ ...clientOptions, ...(redis ? { redis } : {}) });
+        const shared = clientOptions.redis ?? s.f.passedIn;
+        const redis = shared === undefined ? s.f.deployment.connect() : undefined;
+        const client = new LockClient({ ...clientOptions, redis: shared ?? redis! });
         client.on('error', () => undefined);
         const name = uniqueName('contract');
         try {
@@ -361,7 +366,7 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
           }
         } finally {
           await client.close();
-          redis?.disconnect();
+          if (redis) disconnect(redis);
         }
       }
       assert.ok(rejected > 0, 'at least one acquire was under way at close()');

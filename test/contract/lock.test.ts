@@ -1,3 +1,4 @@
-import { lockContract } from './lock-contract.ts';
+// The lock cells of the contract matrix (cells.ts) on one server and on a Redlock client.
+import { runCells } from './cells.ts';
 
-lockContract('client.lock()', (client, name) => client.lock(name));
+runCells(import.meta.url);

@@ -1,7 +1,4 @@
-import { lockContract } from './lock-contract.ts';
+// The multi-lock cells of the contract matrix (cells.ts) on one server.
+import { runCells } from './cells.ts';
 
-// Two members given in the reverse of their name order (the multi-lock sorts them), on one client.
-// The whole contract applies: nothing is skipped.
-lockContract('client.multiLock()', (client, name) => client.multiLock([client.lock(`${name}:b`), client.lock(`${name}:a`)]), {
-  expectedName: (name) => `${name}:b,${name}:a`,
-});
+runCells(import.meta.url);

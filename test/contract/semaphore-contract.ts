@@ -25,7 +25,7 @@ export interface ContractServers {
   /** A plain connection per server, for counting commands and killing connections. */
   readonly admins: readonly Redis[];
   /** A LockClient over connections passed in (close() leaves them open), and those connections. */
-  passedIn(): { client: LockClient; connections: Redis[] };
+  passedIn(): { client: LockClient; connections: { disconnect(): void }[] };
   stop(): Promise<void>;
 }
 

@@ -1,38 +1,75 @@
-// A suite's Redis and the clients its tests make, all closed after the suite.
+// A suite's Redis (one server, or any deployment of helpers/deployment.ts) and the clients its tests
+// make, all closed after the suite.
 import type { Redis } from 'ioredis';
 import { LockClient, type LockClientOptions } from '../../src/index.ts';
 import type { It } from './describe.ts';
-import { redisFor, type Closable } from './clients.ts';
-import { startRedis, type RedisServer, type StartOptions } from './redis.ts';
+import type { Closable } from './clients.ts';
+import { disconnect, startDeployment, type Deployment, type PassedIn } from './deployment.ts';
+import type { RedisServer, StartOptions } from './redis.ts';
 
 export { redisFor, TEST_CLIENT } from './clients.ts';
 
 export interface Fixture {
-  server: RedisServer;
-  /** A plain connection for inspecting and arranging state. */
-  admin: Redis;
-  /** A LockClient on the suite's server, closed after the suite. */
+  /** The one server (a fixture of one server only: a Cluster or Redlock fixture has `deployment.nodes`). */
+  readonly server: RedisServer;
+  /** A plain connection for inspecting and arranging state (one server only: else `admins`). */
+  readonly admin: Redis;
+  /** What the fixture runs on: one server, a Cluster, or the masters of a Redlock client. */
+  readonly deployment: Deployment;
+  /** A plain connection per node: the server, every node of a Cluster, every master. */
+  readonly admins: readonly Redis[];
+  /** Script calls (EVALSHA and EVAL) so far, summed over every node. */
+  scriptCalls(): Promise<number>;
+  /** The ioredis connections every client of the fixture is given (`shareConnections`), else undefined. */
+  readonly passedIn: PassedIn | undefined;
+  /** A LockClient on the suite's server(s), closed after the suite. */
   client(options?: LockClientOptions): LockClient;
   close(): Promise<void>;
 }
 
+export interface FixtureOptions {
+  /**
+   * Every client the fixture makes gets one set of ioredis connections passed in (as an application
+   * shares its connections): close() leaves them open, and the fixture closes them after its clients.
+   * Else each client gets its own connection of the suites' client family. @default false
+   */
+  readonly shareConnections?: boolean;
+}
+
 export async function fixture(options: StartOptions = {}): Promise<Fixture> {
-  const server = await startRedis(options);
-  const admin = server.connect();
+  return fixtureOn(await startDeployment('server', options));
+}
+
+/** A fixture over a deployment (helpers/deployment.ts); its close() stops the deployment. */
+export function fixtureOn(deployment: Deployment, options: FixtureOptions = {}): Fixture {
   const clients = new Set<LockClient>();
   const connections = new Set<Closable>();
+  const passedIn = options.shareConnections ? deployment.connect() : undefined;
+  const only = <T>(what: string, value: () => T): T => {
+    if (deployment.topology !== 'server') throw new Error(`a fixture on a ${deployment.topology} has no single ${what}: use deployment.nodes, admins or adminOf(key)`);
+    return value();
+  };
   return {
-    server,
-    admin,
+    get server() {
+      return only('server', () => deployment.nodes[0]!);
+    },
+    get admin() {
+      return only('admin connection', () => deployment.admins[0]!);
+    },
+    deployment,
+    admins: deployment.admins,
+    scriptCalls: () => scriptCalls(...deployment.admins),
+    passedIn,
     client(clientOptions = {}) {
-      const client = new LockClient({ redis: clientOptions.redis ?? redisFor(server.url, connections), ...clientOptions });
+      const client = new LockClient({ redis: clientOptions.redis ?? passedIn ?? deployment.redis(connections), ...clientOptions });
       clients.add(client);
       return client;
     },
     async close() {
       await Promise.all([...clients].map((client) => client.close()));
       for (const connection of connections) connection.disconnect();
-      await server.stop();
+      if (passedIn) disconnect(passedIn);
+      await deployment.stop();
     },
   };
 }
@@ -64,11 +101,14 @@ export interface Suite {
   other: LockClient;
 }
 
-/** Starts the suite's Redis before its tests and stops it, with every client, after them. */
-export function setup(it: It, clientOptions: LockClientOptions = {}, otherOptions: LockClientOptions = {}, start: StartOptions = {}): Suite {
+/**
+ * Starts the suite's Redis before its tests and stops it, with every client, after them. `start`: the
+ * one server's options, or a deployment of any topology (helpers/deployment.ts).
+ */
+export function setup(it: It, clientOptions: LockClientOptions = {}, otherOptions: LockClientOptions = {}, start: StartOptions | (() => Promise<Deployment>) = {}, options: FixtureOptions = {}): Suite {
   const suite = {} as Suite;
   it.before(async () => {
-    suite.f = await fixture(start);
+    suite.f = fixtureOn(typeof start === 'function' ? await start() : await startDeployment('server', start), options);
     suite.client = suite.f.client(clientOptions);
     suite.other = suite.f.client(otherOptions);
   });

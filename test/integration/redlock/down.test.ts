@@ -124,6 +124,33 @@ describe('Redlock with masters down (3 masters)', (it) => {
       await lease.release();
     }
   });
+
+  it('lets a wait that begins while its subscriber connections come back from a drop wait for them: acquire() without waitMs, not ERR_LOCK_NO_QUORUM', async () => {
+    // Found by the Lock contract on a Redlock client (its crashed-holder test, right after the
+    // resubscribe test killed the subscribers): every master answered the attempt, yet the wait
+    // failed at once, its subscriber connections "reconnecting" (the first reconnect is 100 ms after a drop).
+    const holder = m.client();
+    const waiter = m.client();
+    const name = uniqueName('rl');
+    // The waiter's subscriber connections are open (one wait), then dropped on every master.
+    const first = await holder.lock(name).acquire();
+    const opened = waiter.lock(name).acquire();
+    await eventually(() => waiter.waiting === 1, 'the first wait queued');
+    await first.release();
+    await (await within(opened, 2_000, 'the first wait')).release();
+    // Another name: its channel is subscribed anew (the first one's subscription lingers a while).
+    const other = uniqueName('rl');
+    const lease = await holder.lock(other).acquire();
+    for (const admin of m.admins) await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the drop is seen; the reconnect is 100 ms away
+    let failed: unknown;
+    const waiting = waiter.lock(other).acquire();
+    waiting.catch((error: unknown) => (failed = error));
+    await eventually(() => waiter.waiting === 1 || failed !== undefined, 'the wait queued', 2_000);
+    if (failed !== undefined) throw failed;
+    await lease.release();
+    await (await within(waiting, 2_000, 'the waiter after the release')).release();
+  });
 });
 
 describe('Redlock with masters down (5 masters)', (it) => {
