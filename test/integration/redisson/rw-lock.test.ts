@@ -11,8 +11,12 @@ import type { RedissonStandIn } from '../../helpers/redisson/index.ts';
 onEveryDeployment('layout redisson: readWriteLock() with RReadWriteLock', (it, d) => {
   it('lets readers of both sides share it and a writer of either side exclude everyone', async () => {
     const name = uniqueName('interop-rw');
-    const node = d.relock();
-    const [j1, j2] = [d.java(), d.java()];
+    // Redisson's read release publishes 0, which wakes one waiter of an instance: its other waiter
+    // (j1 has a reader and a writer) waits for the next message or the hash's time to live, the
+    // lease of its holders (30 s by default on both sides): 2 s leases bound that wait well inside
+    // the test (seen once in CI: a run that took over 20 s).
+    const node = d.relock({ leaseMs: 2_000 });
+    const [j1, j2] = [d.java({ leaseMs: 2_000 }), d.java({ leaseMs: 2_000 })];
     let readers = 0;
     let writers = 0;
     let mostReaders = 0;
