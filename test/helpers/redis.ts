@@ -3,6 +3,7 @@
 // answers; else a failure that says how to provide one. On top of it, what only relock's own tests
 // need: connections closed with the server, and kill() and restart() of a private server.
 import { Redis } from 'ioredis';
+import { eventually } from './describe.ts';
 import { locate, SOURCES, type Located } from '../../src/testing/locate.ts';
 
 export { freePort, hasRedisServer } from '../../src/testing/server.ts';
@@ -85,4 +86,11 @@ export async function startRedis(options: StartOptions = {}): Promise<RedisServe
 /** A private redis-server process on a free port. */
 export async function startPrivateRedis(options: StartOptions = {}): Promise<RedisServer> {
   return startRedis({ ...options, private: true });
+}
+
+/** A private redis-server replicating `primary`, once its link to it is up (within 10 s). */
+export async function startReplicaOf(primary: RedisServer): Promise<RedisServer> {
+  const replica = await startPrivateRedis({ args: ['--replicaof', primary.host, String(primary.port)] });
+  await eventually(async () => /master_link_status:up/.test(await replica.connect().info('replication')), 'replica in sync', 10_000);
+  return replica;
 }

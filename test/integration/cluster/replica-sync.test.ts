@@ -7,7 +7,7 @@ import { createClient } from 'redis';
 import { LockClient, LockError, type LockClientOptions } from '../../../src/index.ts';
 import { TEST_CLIENT } from '../../helpers/clients.ts';
 import { describe, eventually, rejects, uniqueName } from '../../helpers/describe.ts';
-import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
+import { startPrivateRedis, startReplicaOf, type RedisServer } from '../../helpers/redis.ts';
 import { calls } from './support.ts';
 
 // GLIDE logs every error reply (relock's first EVALSHA's NOSCRIPT) at WARN on stdout by default.
@@ -35,8 +35,7 @@ async function whileReplicaFrozen<T>(fn: () => Promise<T>): Promise<T> {
 describe('Replica sync on one primary (replicas, replicaTimeoutMs)', (it) => {
   it.before(async () => {
     primary = await startPrivateRedis({ args: ['--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0'] });
-    replica = await startPrivateRedis({ args: ['--replicaof', primary.host, String(primary.port)] });
-    await eventually(async () => /master_link_status:up/.test(await replica.connect().info('replication')), 'replica in sync', 10_000);
+    replica = await startReplicaOf(primary);
   });
   it.after(async () => {
     await Promise.all(clients.map((c) => c.close()));

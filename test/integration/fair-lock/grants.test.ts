@@ -9,7 +9,7 @@ import { LockClient, type Lease } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { setup, sleep } from '../../helpers/fixture.ts';
 import { startProxy } from '../../helpers/proxy.ts';
-import { startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
+import { startPrivateRedis, startReplicaOf, type RedisServer } from '../../helpers/redis.ts';
 import { fairKeys, grantChannel, queued } from './support.ts';
 
 const H = 200;
@@ -21,8 +21,7 @@ describe('LockClient#fairLock grant to a receiver PUBLISH does not count', (it) 
   const connections: Redis[] = [];
   it.before(async () => {
     primary = await startPrivateRedis();
-    replica = await startPrivateRedis({ args: ['--replicaof', primary.host, String(primary.port)] });
-    await eventually(async () => /master_link_status:up/.test(await replica.connect().info('replication')), 'replica in sync', 10_000);
+    replica = await startReplicaOf(primary);
   });
   it.after(async () => {
     await Promise.all(clients.map((client) => client.close()));

@@ -7,12 +7,12 @@ import { Redis } from 'ioredis';
 import { LockClient, LockError, type LockClientOptions, type LockErrorCode } from '../../../src/index.ts';
 import { createRelockUser } from '../../helpers/acl.ts';
 import { closeAtEveryOffset, hookReplies } from '../../helpers/close-race.ts';
-import { applicableOnly, describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
+import { applicableOnly, describe, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { exitsOnItsOwn, PACKAGE, RELOCK } from '../../helpers/child.ts';
 import { redisFor, setup, sleep, TEST_CLIENT } from '../../helpers/fixture.ts';
 import { startProxy } from '../../helpers/proxy.ts';
 import type { Closable } from '../../helpers/clients.ts';
-import { freePort, startPrivateRedis, type RedisServer } from '../../helpers/redis.ts';
+import { freePort, startPrivateRedis, startReplicaOf, type RedisServer } from '../../helpers/redis.ts';
 
 const noop = () => undefined;
 const lockKey = (name: string) => `relock:{${name}}`;
@@ -237,8 +237,7 @@ describe('A node that answers it cannot serve now: a former master, now a replic
   };
   it.before(async () => {
     primary = await startPrivateRedis();
-    replica = await startPrivateRedis({ args: ['--replicaof', primary.host, String(primary.port)] });
-    await eventually(async () => /master_link_status:up/.test(await replica.connect().info('replication')), 'replica in sync', 10_000);
+    replica = await startReplicaOf(primary);
   });
   it.after(async () => {
     await Promise.all(clients.map((client) => client.close()));
