@@ -42,6 +42,8 @@ export const ENV: Record<string, Record<string, string>> = { 'layout-redisson': 
 export interface Counts {
   passed: number;
   failed: number;
+  /** The FAIL lines the cell printed (its suite and test), repeated in the summary: a CI log keeps its end. */
+  failures?: readonly string[];
 }
 
 /**
@@ -53,16 +55,20 @@ export function runCell(title: string, groups: readonly string[], env: Record<st
   if (!buffered) process.stdout.write(chunks.shift()!);
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'run.ts'), ...groups], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let last = '';
+  let output = '';
   child.stdout.on('data', (data: Buffer) => {
     if (buffered) chunks.push(data.toString());
     else process.stdout.write(data);
     last = (last + data.toString()).slice(-400);
+    output += data.toString();
   });
   return new Promise((resolve) => {
     child.on('exit', (code) => {
       if (buffered) process.stdout.write(chunks.join(''));
       const match = /tests: (\d+) passed, (\d+) failed/.exec(last);
-      const counts = match ? { passed: Number(match[1]), failed: Number(match[2]) } : { passed: 0, failed: 1 };
+      // uvu prints each failure as "FAIL  <suite>  "<test>"" (colours stripped).
+      const failures = [...new Set(output.replace(/\x1b\[[0-9;]*m/g, '').match(/FAIL {2}.*$/gm) ?? [])];
+      const counts = match ? { passed: Number(match[1]), failed: Number(match[2]), failures } : { passed: 0, failed: 1, failures };
       resolve(code !== 0 && counts.failed === 0 ? { ...counts, failed: 1 } : counts);
     });
   });
@@ -85,7 +91,10 @@ export async function inPool<T, R>(items: readonly T[], jobs: number, task: (ite
 /** Prints the matrix's table and total, and fails the process when anything failed or nothing ran. */
 export function report(name: string, rows: readonly (Counts & { readonly label: string })[]): void {
   console.log(`\n${name} matrix:`);
-  for (const row of rows) console.log(`  ${row.label} ${row.passed} passed, ${row.failed} failed`);
+  for (const row of rows) {
+    console.log(`  ${row.label} ${row.passed} passed, ${row.failed} failed`);
+    for (const failure of row.failures ?? []) console.log(`      ${failure.trim()}`);
+  }
   const passed = rows.reduce((sum, row) => sum + row.passed, 0);
   const failed = rows.reduce((sum, row) => sum + row.failed, 0);
   console.log(`${name}s: ${passed} passed, ${failed} failed`);

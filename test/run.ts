@@ -152,13 +152,21 @@ async function worker(): Promise<void> {
     }
     g.UVU_QUEUE = [];
     let index = 0;
+    // A file that cannot be loaded (a missing src/generated/, a syntax error) fails the run; it
+    // must not leave the worker silent and the run waiting for it forever.
+    let unloaded = 0;
     for (const file of unit) {
       g.UVU_INDEX = index++;
       g.UVU_QUEUE.push([file.slice(root.length + 1)]);
-      await import(pathToFileURL(file).href);
+      try {
+        await import(pathToFileURL(file).href);
+      } catch (error) {
+        unloaded++;
+        console.error(`could not load ${file.slice(root.length + 1)}:`, error);
+      }
     }
     await uvu.exec(false);
     process.exitCode = 0;
-    process.stdout.write(END, () => process.send!({ passed: counts.passed, failed: counts.failed + unhandled } satisfies FromWorker));
+    process.stdout.write(END, () => process.send!({ passed: counts.passed, failed: counts.failed + unhandled + unloaded } satisfies FromWorker));
   });
 }

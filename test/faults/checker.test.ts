@@ -1,7 +1,7 @@
 // The checker can fail: fed synthetic logs, it reports what is wrong with them.
 import * as assert from 'uvu/assert';
 import { describe } from '../helpers/describe.ts';
-import { check, falseLosses, latchViolations, PHANTOM_SLACK_MS, phantomHolds, summary, type LatchRound, type NodeSection, type OwnerField } from './checker.ts';
+import { check, falseLosses, latchViolations, PHANTOM_SLACK_MS, phantomHolds, summary, unexplainedLosses, type LatchRound, type NodeSection, type OwnerField } from './checker.ts';
 import type { Entry } from './protocol.ts';
 
 /** A section that read `read` and had its write accepted; its acquire() was called 1 ms before it began. */
@@ -24,6 +24,15 @@ describe('faults checker', (it) => {
     assert.is(report.acquisitions, 3);
     assert.is(report.completed, 3);
     assert.is(report.overlaps.length, 0);
+  });
+
+  it('counts a loss without a fault as false unless its worker stalled a renewal period', () => {
+    const lost = (stallMs: number | undefined) => section(0, 10, 0, 5, 0, { lostAt: 4, lostCode: 'ERR_LOCK_LOST', ...(stallMs === undefined ? {} : { lostStallMs: stallMs }) });
+    assert.equal(unexplainedLosses([section(1, 11, 6, 9, 1)], 1_000), []);
+    assert.equal(unexplainedLosses([lost(400)], 1_000), []);
+    assert.is(unexplainedLosses([lost(300)], 1_000).length, 1);
+    assert.is(unexplainedLosses([lost(undefined)], 1_000).length, 1);
+    assert.ok(unexplainedLosses([lost(20)], 1_000)[0]!.includes('ERR_LOCK_LOST'));
   });
 
   it('reports two holds that overlap, and the update they lost', () => {

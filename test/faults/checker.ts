@@ -228,6 +228,19 @@ export function check(input: CheckInput): Report {
   };
 }
 
+/** A lost lease as a line: worker, code and why. */
+export const lossLine = (e: Entry) => `worker ${e.worker}, token ${e.token}: ${e.lostCode ?? '?'} ${e.lostWhy ?? ''}`.trim();
+
+/**
+ * The losses of a run without a fault that its worker's own stall does not explain. A worker whose
+ * event loop stalled a renewal period (a third of the lease) or more could not renew in time, and
+ * its watchdog rightly gave the lease up: a busy machine (the CI matrix runs two lanes on 2 cores)
+ * does that now and then. Every other loss is a false one.
+ */
+export function unexplainedLosses(entries: readonly Entry[], leaseMs: number): string[] {
+  return entries.filter((e) => e.lostAt !== null && !((e.lostStallMs ?? 0) >= leaseMs / 3)).map(lossLine);
+}
+
 /** The one-line summary every run prints. */
 export function summary(name: string, report: Report, faults: number, extra: readonly string[] = []): string {
   const ms = (value: number) => (Number.isFinite(value) ? `${Math.round(value)} ms` : 'never');

@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { TEST_LAYOUT } from '../helpers/clients.ts';
 import { startProxy, type Proxy } from '../helpers/proxy.ts';
 import { startPrivateRedis, type RedisServer } from '../helpers/redis.ts';
-import { checkKind, summary, type Fault, type Report } from './checker.ts';
+import { checkKind, lossLine, summary, type Fault, type Report } from './checker.ts';
 import { now, type Entry, type FromWorker, type HoldRequest, type Hung, type LockKind, type WorkerConfig, type WorkerStats } from './protocol.ts';
 
 /** `RELOCK_FAULTS=full` (npm run test:faults) runs long; anything else (npm test) runs short. */
@@ -95,6 +95,8 @@ export interface Result {
   readonly line: string;
   /** Entries of the sections during which the harness asked a worker to hold, by token. */
   readonly holds: ReadonlyMap<number, Entry>;
+  /** The run's log, as the checker read it. */
+  readonly entries: readonly Entry[];
 }
 
 /** Every scenario result of this process, for the closing total. */
@@ -755,6 +757,7 @@ export async function scenario(options: ScenarioOptions, script: (run: Run) => P
     `${(durationMs / 1000).toFixed(1)} s`,
   ])}`;
   console.log(line);
+  if (run.faults.length === 0) for (const entry of entries) if (entry.lostAt !== null) console.log(`  lost without a fault: ${lossLine(entry)}`);
   const problems = [...report.problems, ...run.problems()];
   if (problems.length > 0 || failure) {
     // In the negative control these are what the checker is meant to catch.
@@ -762,7 +765,7 @@ export async function scenario(options: ScenarioOptions, script: (run: Run) => P
     if (errorCount > 0) console.log(`  errors: ${JSON.stringify(errors)}`);
   }
   if (failure) throw failure;
-  const result: Result = { name: options.name, kind: run.kind, report: { ...report, problems }, faults: run.faults, errors, durationMs, line, holds: run.holds };
+  const result: Result = { name: options.name, kind: run.kind, report: { ...report, problems }, faults: run.faults, errors, durationMs, line, holds: run.holds, entries };
   if (!options.blind) {
     results.push(result);
     share(result);

@@ -58,6 +58,13 @@ export interface Entry {
   lostAt: number | null;
   /** The `code` of the signal's reason. */
   lostCode?: string;
+  /**
+   * Why, for a run's report: the reason's message, and the longest the worker's event loop stalled in
+   * the two seconds before (a loop stalled past the lease's slack cannot renew it in time).
+   */
+  lostWhy?: string;
+  /** The longest the worker's event loop stalled in the one to two seconds before the loss, in ms. */
+  lostStallMs?: number;
   /** A write sent on purpose after the loss was signalled (scenario 2): the fence must reject it. */
   late?: { readonly at: number; readonly write: 'ok' | 'stale' };
   /** 'ok' or the `code` (else `name`) of the error release() rejected with. */

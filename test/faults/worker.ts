@@ -7,6 +7,7 @@
 // it by IPC: hold the next lease (to inject a fault), stop.
 import { tracingChannel } from 'node:diagnostics_channel';
 import { appendFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { LockClient, type AcquireTraceContext, type Lease, type Lock, type MultiLease } from '../../src/index.ts';
@@ -27,6 +28,16 @@ process.on('unhandledRejection', (error) => {
   send({ type: 'fatal', worker, message: `unhandled rejection: ${String((error as Error)?.stack ?? error)}` });
   setTimeout(() => process.exit(2), 50);
 });
+
+// The loop's longest stall lately, for a lost lease's report: two windows of a second, the last full one and the current.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+let lastWindowMaxMs = 0;
+setInterval(() => {
+  lastWindowMaxMs = loopDelay.max / 1e6;
+  loopDelay.reset();
+}, 1_000).unref();
+const recentStallMs = () => Math.round(Math.max(lastWindowMaxMs, loopDelay.max / 1e6));
 
 const errors: Record<string, number> = {};
 function count(error: unknown): void {
@@ -231,6 +242,8 @@ async function section(loop: number): Promise<void> {
   const onLost = () => {
     entry.lostAt = now();
     entry.lostCode = errorCode(lease.signal.reason);
+    entry.lostStallMs = recentStallMs();
+    entry.lostWhy = `${String((lease.signal.reason as Error)?.message ?? lease.signal.reason)} (event loop stalled up to ${entry.lostStallMs} ms in the 1-2 s before)`;
     if (hold) send({ type: 'lost', worker, entry });
   };
   // The negative control (blind) sees no signal at all.
