@@ -23,8 +23,8 @@ export const GROUPS: Record<string, readonly string[]> = {
   'no-lua': ['integration/server/no-scripting.test.ts'],
 };
 
-/** A client family's groups: the contract suites, Redlock, Cluster and the short fault run. */
-export const FULL = ['contract', 'integration/redlock', 'integration/cluster', 'integration/multi-lock/cluster.test.ts', 'faults-short'];
+/** A client family's groups: the contract suites, Redlock, Cluster (and a failover on it) and the short fault run. */
+export const FULL = ['contract', 'integration/redlock', 'integration/cluster', 'integration/multi-lock/cluster.test.ts', 'integration/failover/cluster.test.ts', 'faults-short'];
 /** The client families of the client matrix and the groups each runs (RELOCK_TEST_CLIENT names the family). */
 export const FAMILIES: Record<string, readonly string[]> = {
   iovalkey: FULL,

@@ -32,7 +32,7 @@ const QUICK = quick(FULL);
 /**
  * Two lanes side by side, each running its cells in turn: the cells with the short fault run (two
  * scenario files at once, test/run.ts's default) beside the cells without; each lane gets 2 test
- * files at once, so that the machine runs what npm test's 3 workers would, plus one.
+ * files at once, so that the machine runs what npm test's 4 workers would.
  */
 const LANES: Record<string, Record<string, Cell>> = {
   faults: {

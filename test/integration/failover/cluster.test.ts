@@ -1,48 +1,27 @@
-// A failover of the shard a fair lock lives on (CLUSTER FAILOVER on its replica), over each Cluster
-// client family (GLIDE, node-redis, ioredis). The old master turns replica and keeps the sharded
+// A failover of the shard a fair lock lives on (CLUSTER FAILOVER on its replica), over the suites'
+// Cluster client family (RELOCK_TEST_CLIENT; the client matrix runs it over every family). The old master turns replica and keeps the sharded
 // subscriptions it had (SSUBSCRIBE works on a replica, and SPUBLISH reaches it), but the grant script
 // on the new master counts only its own receivers: a waiter whose subscription stays there is
 // dropped at every turn. relock moves a subscription off a node that no longer serves its slot
 // (docs/cluster.md: within about 2 s), and a waiter dropped while its client heartbeats is granted
 // through its heartbeat, so no waiter starves meanwhile.
 import * as assert from 'uvu/assert';
-import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
-import { createCluster } from 'redis';
 import { LockClient } from '../../../src/index.ts';
-import type { AnyRedisClient } from '../../../src/options.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
+import { TEST_CLIENT } from '../../helpers/clients.ts';
 import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
 import type { RedisServer } from '../../helpers/redis.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { sleep } from '../../helpers/fixture.ts';
 import { admin, closeAdmins, promote, shardSubscribers } from '../cluster/support.ts';
 
-Logger.setLoggerConfig('off');
 let cluster: RedisCluster;
 const closers: (() => unknown)[] = [];
-const FAMILIES = ['glide', 'node-redis', 'ioredis'] as const;
-type Family = (typeof FAMILIES)[number];
+const family = TEST_CLIENT;
 
-/** A Cluster client of `family` over the test cluster (closed after the suite). */
-async function clusterClient(family: Family): Promise<AnyRedisClient> {
-  const nodes = cluster.nodes.map(({ host, port }) => ({ host, port }));
-  if (family === 'glide') {
-    const client = await GlideClusterClient.createClient({ addresses: nodes, requestTimeout: 2_000 });
-    closers.push(() => client.close());
-    return client as unknown as AnyRedisClient;
-  }
-  if (family === 'node-redis') {
-    const client = createCluster({ rootNodes: nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
-    client.on('error', () => undefined);
-    await client.connect();
-    closers.push(() => client.isOpen && client.destroy());
-    return client as unknown as AnyRedisClient;
-  }
-  return cluster.connect();
-}
-
-async function lockClient(family: Family, leaseMs = 10_000): Promise<LockClient> {
-  const client = new LockClient({ redis: await clusterClient(family), leaseMs });
+/** A LockClient over a Cluster client of the suites' family (or ioredis's). */
+function lockClient(leaseMs = 10_000, redis = cluster.client()): LockClient {
+  const client = new LockClient({ redis, leaseMs });
   client.on('error', () => undefined);
   closers.push(() => client.close());
   return client;
@@ -67,8 +46,8 @@ async function shardOf(name: string, client: LockClient) {
   return { channel: `${base}:g:${client.id}`, master, replica: replica! };
 }
 
-// A Cluster per family: three failovers each, never one on a shard still settling from another.
-if (SHARDED_PUBSUB) for (const family of FAMILIES) describe(`a lock across a failover of its shard, over a ${family} Cluster client`, (it) => {
+// Three failovers, never one on a shard still settling from another.
+if (SHARDED_PUBSUB) describe(`a lock across a failover of its shard, over a ${family} Cluster client`, (it) => {
   it.before(async () => {
     cluster = await startCluster({ masters: 3, replicas: 1 });
   });
@@ -80,7 +59,7 @@ if (SHARDED_PUBSUB) for (const family of FAMILIES) describe(`a lock across a fai
 
   {
     it(`${family}: a waiter's grant subscription moves to the new master within 5 s, and the next release reaches it by message`, async () => {
-      const [holder, waiter] = [await lockClient(family), await lockClient(family)];
+      const [holder, waiter] = [lockClient(), lockClient()];
       const name = uniqueName('failover');
       const { channel, master, replica } = await shardOf(name, waiter);
       const held = await holder.fairLock(name).acquire();
@@ -106,7 +85,7 @@ if (SHARDED_PUBSUB) for (const family of FAMILIES) describe(`a lock across a fai
     });
 
     it(`${family}: a plain lock's waiter, which sends nothing while it waits, has its subscription moved to the new master within 5 s`, async () => {
-      const [holder, waiter] = [await lockClient(family), await lockClient(family)];
+      const [holder, waiter] = [lockClient(), lockClient()];
       const name = uniqueName('failover-plain');
       const channel = `relock:{${name}}:released`;
       const master = await cluster.masterOf(keySlot(channel));
@@ -136,8 +115,8 @@ if (SHARDED_PUBSUB) for (const family of FAMILIES) describe(`a lock across a fai
       // client, of the family, takes its turns too, so that it listens on its grant channel all along.
       // Leases of 3 s: a TAKEOVER (see promote()) may lose a release written just before it, and
       // the lock then stays taken until that lease ends, which must not exceed the bounds below.
-      const loopers = [await lockClient('ioredis', 3_000), await lockClient('ioredis', 3_000)];
-      const waiter = await lockClient(family, 3_000);
+      const loopers = [lockClient(3_000, cluster.connect()), lockClient(3_000, cluster.connect())];
+      const waiter = lockClient(3_000);
       const name = uniqueName('failover-turns');
       const { channel, master, replica } = await shardOf(name, waiter);
       let stop = false;
