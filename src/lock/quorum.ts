@@ -4,7 +4,7 @@
 // docs/guarantees.md). The lock itself is lock.ts's, the same as on one server.
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import type { Renewable } from '../runtime/renewable.ts';
-import { splitRetryMs } from '../topology/quorum.ts';
+import { decideAcquire, type Vote } from '../topology/quorum-decide.ts';
 import { answeredError, driftMs, noQuorum } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
@@ -89,45 +89,18 @@ export class QuorumLock implements LockTopology {
       return [{ kind: 'busy', retryMs: Math.min(pttl + 1, PROBE_RECHECK_MS) }, true];
     }
     const { replies } = result;
-    const taken: number[] = [];
-    const tokens: number[] = [];
-    const busy: number[] = [];
-    const holders = new Map<string, number>();
-    replies.forEach((reply, i) => {
-      if (!reply?.ok) return;
-      if (reply.value.kind === 'acquired') {
-        taken.push(i);
-        tokens.push(reply.value.token);
-      } else {
-        busy.push(reply.value.pttlMs);
-        holders.set(reply.value.holder, (holders.get(reply.value.holder) ?? 0) + 1);
-      }
+    const votes = replies.map((reply): Vote | undefined => {
+      if (!reply?.ok) return undefined;
+      const value = reply.value;
+      // A busy master's hold ends within its PTTL (unknown: a lease), a millisecond more on Redis's clock.
+      return value.kind === 'acquired' ? { took: true, token: value.token } : { took: false, retryMs: (value.pttlMs < 0 ? runtime.leaseMs : value.pttlMs) + 1, holder: value.holder };
     });
-    const { quorum } = commands;
-    if (taken.length < quorum) {
-      // Held by one owner on a majority: sleep until its release is published (or its lease ends).
-      // Split between owners: nobody will publish, so every one of them tries again after a few
-      // random milliseconds, out of step.
-      const held = [...holders.values()].some((n) => n >= quorum);
-      const mayHold = replies.flatMap((reply, i) => (reply?.ok && reply.value.kind === 'busy' ? [] : [i]));
-      // Settled before the caller hears of it: a rejection leaves nothing behind on the masters that answer.
-      if (mayHold.length > 0) await commands.rollback(keys, owner, result, mayHold);
-      if (taken.length + busy.length < quorum) {
-        throw answeredError(replies) ?? noQuorum(`Lock "${name}" was not acquired`, commands.masters, replies, name, tookIt);
-      }
-      return [{ kind: 'busy', retryMs: retryAfter(busy, quorum - taken.length, runtime.leaseMs, !held) }, false];
-    }
-    // The token: the largest of the majority's. Confirmed on a majority before the lease is handed out;
-    // when a majority proposed that very value, their acquire wrote it already.
-    const token = Math.max(...tokens);
-    if (tokens.filter((t) => t === token).length < quorum) {
-      const confirmed = await commands.fenceUp(keys, owner, token, Math.max(runtime.fenceTtlMs, leaseMs), taken).catch(() => false);
-      if (!confirmed) {
-        await commands.rollback(keys, owner, result);
-        return [{ kind: 'busy', retryMs: splitRetryMs() }, false];
-      }
-    }
-    return [{ kind: 'acquired', token }, false];
+    const decision = await decideAcquire(votes, commands.quorum, {
+      rollback: (only) => commands.rollback(keys, owner, result, only),
+      fenceUp: (token, taken) => commands.fenceUp(keys, owner, token, Math.max(runtime.fenceTtlMs, leaseMs), taken),
+      unanswered: () => answeredError(replies) ?? noQuorum(`Lock "${name}" was not acquired`, commands.masters, replies, name, tookIt),
+    });
+    return [decision.kind === 'acquired' ? { kind: 'acquired', token: decision.token } : decision, false];
   }
 
   reenter(keys: LockKeys, owner: string, believed: number, leaseMs: number | undefined, name: string): Promise<ReenterOutcome> {
@@ -157,16 +130,6 @@ export class QuorumLock implements LockTopology {
   forceRelease(keys: LockKeys): Promise<boolean> {
     return this.#shared.commands.forceRelease(keys);
   }
-}
-
-/**
- * How long a busy attempt sleeps at most (a release on any master wakes it earlier): until enough
- * masters' holds end for a majority, or a few ms when the masters were split between owners.
- */
-function retryAfter(busyPttls: readonly number[], needed: number, leaseMs: number, split: boolean): number {
-  const sorted = busyPttls.map((pttl) => (pttl < 0 ? leaseMs : pttl)).sort((a, b) => a - b);
-  const hint = (sorted[Math.max(0, needed - 1)] ?? leaseMs) + 1;
-  return split ? Math.min(hint, splitRetryMs()) : hint;
 }
 
 /** What a master's answer to a failed attempt was, in a no-quorum error. */

@@ -170,10 +170,10 @@ export async function frame<T>(runtime: Runtime, request: FrameRequest<T>): Prom
     stop.abort(error);
     // Whatever the wait still brings is nobody's now: give it back.
     waiting.then((value) => request.giveBack(value), noop);
-    if (runtime.quorum && state.inFlight) {
-      // Redlock: a rejection leaves nothing behind. An attempt still out settles only after its undo
-      // (bounded by its validity: docs/redlock.md#when-an-operation-settles); its outcome also names
-      // what each master did, which a timer that fired meanwhile cannot.
+    if (runtime.joint && state.inFlight) {
+      // Servers deciding together (Redlock): a rejection leaves nothing behind. An attempt still out
+      // settles only after its undo (bounded by its validity: docs/redlock.md#when-an-operation-settles);
+      // its outcome also names what each server did, which a timer that fired meanwhile cannot.
       await settledWithin(waiting, runtime.leaseMs);
       if (fromTimer && state.unreachable?.code === 'ERR_LOCK_NO_QUORUM') throw timeoutError(runtime, request, state);
     } else if (request.settleMs && runtime.runner.ready) await settledWithin(waiting, request.settleMs);

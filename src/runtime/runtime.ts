@@ -35,14 +35,27 @@ export interface RuntimeOptions {
   readonly replicaTimeoutMs?: number | undefined;
   /** Where 'error' and 'warning' events go (the LockClient). */
   readonly events: EventEmitter;
-  /** Redlock: every master's command connection and host:port, each checked for its eviction policy (default: `redis` alone). */
+  /** Every server's command connection and host:port, each checked for its eviction policy (default: `port` alone). */
   readonly servers?: readonly { readonly port: RedisPort; readonly label: string }[] | undefined;
+  /** Several servers decide each attempt together (`port` is one of them): see `Runtime.joint`. */
+  readonly joint?: JointDecision | undefined;
   readonly clock?: Clock | undefined;
   /**
    * Owner fields `<clientId>:<n>`, n a decimal counter (the shape of Redisson's `<uuid>:<threadId>`),
    * instead of `<clientId>:<uuid>`. @default false
    */
   readonly numberedOwners?: boolean | undefined;
+}
+
+/**
+ * How a runtime whose servers decide each attempt together treats an attempt still out: `runner` is
+ * one server's, so its state tells nothing of the decision; a rejected wait settles only after that
+ * attempt's undo, and an attempt unanswered when the wait ends is a decision the servers did not
+ * reach in time.
+ */
+export interface JointDecision {
+  /** The error of a wait on `lockName` that ended with its last attempt still undecided (`failed`: 'Lock "x" was not acquired'). */
+  unanswered(failed: string, waitMs: number, cause: unknown, lockName: string): LockError;
 }
 
 /**
@@ -94,12 +107,8 @@ export class Runtime {
   readonly waiting: WaitingRoom;
   readonly watchdog: Watchdog;
   readonly context = new Context();
-  /**
-   * Several independent masters (Redlock): `runner` is only the first one's, so its state tells
-   * nothing of the quorum; an attempt unanswered when a wait ends is a quorum the masters did not
-   * give in time.
-   */
-  readonly quorum: boolean;
+  /** Set when several servers decide each attempt together (see JointDecision). */
+  readonly joint: JointDecision | undefined;
   /** The acquires under way: close() aborts them all. */
   readonly pending = new Set<{ abort(reason: unknown): void }>();
   readonly #closer = new AbortController();
@@ -118,10 +127,10 @@ export class Runtime {
     this.#owners = options.numberedOwners ? 0 : undefined;
     const { port } = options;
     this.#servers = options.servers ?? [{ port }];
-    this.quorum = this.#servers.length > 1;
+    this.joint = options.joint;
     this.#events = options.events;
     this.cluster = port.cluster;
-    this.traits = { topology: this.quorum ? 'redlock' : this.cluster ? 'cluster' : 'single', layout: options.numberedOwners ? 'redisson' : 'relock' };
+    this.traits = { topology: this.joint ? 'redlock' : this.cluster ? 'cluster' : 'single', layout: options.numberedOwners ? 'redisson' : 'relock' };
     this.publish = this.cluster ? SHARDED_PUBLISH : 'publish';
     this.replicas = options.replicas ?? 0;
     this.replicaTimeoutMs = options.replicaTimeoutMs ?? 1_000;

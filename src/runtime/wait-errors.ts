@@ -56,15 +56,11 @@ export function timeoutError(runtime: Runtime, request: FrameRequest<unknown>, s
       code: 'ERR_LOCK_NO_QUORUM',
     });
   }
-  // Redlock: runner is the first master's; an attempt still out when the wait ends is one that no
-  // majority of masters answered in time.
-  if (runtime.quorum && !state.unreachable && state.inFlight) {
+  // Servers deciding together: runner is one server's; an attempt still out when the wait ends is
+  // one they did not decide in time.
+  if (runtime.joint && !state.unreachable && state.inFlight) {
     if (!unanswered && runtime.runner.ready) return timedOut(request, waitMs);
-    return new LockError(`${failed} within ${waitMs} ms: no quorum: no majority of the masters answered its last attempt in time`, {
-      cause: runtime.runner.unreachableCause(),
-      lockName: name,
-      code: 'ERR_LOCK_NO_QUORUM',
-    });
+    return runtime.joint.unanswered(failed, waitMs, runtime.runner.unreachableCause(), name);
   }
   if (state.unreachable || (state.inFlight && !runtime.runner.ready) || unanswered) {
     const cause = state.unreachable?.cause ?? runtime.runner.unreachableCause();

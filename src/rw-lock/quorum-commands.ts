@@ -8,7 +8,8 @@ import { defineScript } from '../runtime/script.ts';
 import { decodeAcquire, RW_SETTINGS, rwScripts, type RwAcquireOutcome, type RwCommands, type RwSettings, type RwTarget } from './commands.ts';
 import type { RwLockKeys, RwSideKeys } from './keys.ts';
 import { driftMs } from '../topology/quorum-replies.ts';
-import { Quorum, splitRetryMs } from '../topology/quorum.ts';
+import { decideAcquire, type Vote } from '../topology/quorum-decide.ts';
+import { Quorum } from '../topology/quorum.ts';
 import { answeredError, count, gather, noQuorum, type Master, type Reply } from '../topology/quorum-replies.ts';
 
 /** What one master answered to an acquire: a token, or a refusal naming who refused it ('' for readers, a read batch or an intent). */
@@ -21,6 +22,12 @@ const rollback = defineScript(quorumLua.quorumRollback, (reply) => reply === 1);
 
 /** A reply's value when the master answered, else undefined. */
 const valueOf = <R>(reply: Reply<R> | undefined): R | undefined => (reply?.ok ? reply.value : undefined);
+
+/** Whether a master refused an acquire for a writer's intent. */
+const refusedForIntent = (reply: Reply<MasterAcquire> | undefined): boolean => {
+  const value = valueOf(reply);
+  return value?.kind === 'busy' && value.intent;
+};
 
 /**
  * The read-write lock's commands on a Redlock client: each script on every master in parallel, each
@@ -60,7 +67,6 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
    * there would keep others out for nothing).
    */
   async #acquire(k: RwLockKeys, member: string, leaseMs: number, fenceTtlMs: number, waitId: string, lockName: string, run: (master: Master) => Promise<unknown>): Promise<RwAcquireOutcome> {
-    const { quorum } = this;
     // Each master's call, also those still out when it was decided: the rollback follows them.
     const sent: Promise<MasterAcquire>[] = [];
     const validUntil = performance.now() + leaseMs - driftMs(leaseMs);
@@ -80,30 +86,22 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
       leaseMs - driftMs(leaseMs),
     );
     this.outstanding(k.hash, member, sent, replies);
-    const taken: number[] = [];
-    const tokens: number[] = [];
-    const refusals: Extract<MasterAcquire, { kind: 'busy' }>[] = [];
-    replies.forEach((reply, i) => {
+    const votes = replies.map((reply): Vote | undefined => {
       const value = valueOf(reply);
-      if (value?.kind === 'acquired') {
-        taken.push(i);
-        tokens.push(value.token);
-      } else if (value) refusals.push(value);
+      if (!value) return undefined;
+      return value.kind === 'acquired' ? { took: true, token: value.token } : { took: false, retryMs: value.hintMs, holder: value.holder };
     });
-    if (taken.length < quorum) {
-      // Given back wherever it was not refused: taken, failed, or not answered yet (once it answers),
-      // settled before the caller hears of it.
-      await this.#rollback(k, member, replies, sent, validUntil, replies.flatMap((reply, i) => (valueOf(reply)?.kind === 'busy' ? [] : [i])));
-      if (taken.length + refusals.length < quorum) throw answeredError(replies) ?? noQuorum(`Lock "${lockName}" was not acquired`, this.masters, replies, lockName, (value: MasterAcquire) => (value.kind === 'acquired' ? 'took it (given back)' : 'held elsewhere'));
-      return refused(refusals, quorum - taken.length, quorum);
+    const decision = await decideAcquire(votes, this.quorum, {
+      rollback: (only) => this.#rollback(k, member, replies, sent, validUntil, only),
+      fenceUp: (token, taken) => this.#fenceUp(k, member, token, Math.max(fenceTtlMs, leaseMs), taken, leaseMs - driftMs(leaseMs)),
+      unanswered: () => answeredError(replies) ?? noQuorum(`Lock "${lockName}" was not acquired`, this.masters, replies, lockName, (value: MasterAcquire) => (value.kind === 'acquired' ? 'took it (given back)' : 'held elsewhere')),
+    });
+    if (decision.kind === 'busy') {
+      // Refused (not a token left unconfirmed) with an intent among the refusals: a writer waits first.
+      const refused = votes.filter((vote) => vote?.took).length < this.quorum;
+      return { kind: 'busy', hintMs: decision.retryMs, intent: refused && replies.some(refusedForIntent) };
     }
-    // The token: the largest of the majority's, confirmed on a majority before the lease is handed
-    // out; when a majority proposed that very value, their acquire wrote it already.
-    const token = Math.max(...tokens);
-    if (tokens.filter((t) => t === token).length < quorum && !(await this.#fenceUp(k, member, token, Math.max(fenceTtlMs, leaseMs), taken, leaseMs - driftMs(leaseMs)))) {
-      await this.#rollback(k, member, replies, sent, validUntil);
-      return { kind: 'busy', hintMs: splitRetryMs(), intent: false };
-    }
+    const { token, taken } = decision;
     if (taken.length < this.masters.length) void this.leave(k, waitId);
     return { kind: 'acquired', token };
   }
@@ -214,18 +212,4 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     const counts = (await this.#inspect(keys, `${keys.side}:${owner}`)).map((side) => side.count);
     return this.majorityHas(counts) ?? 0;
   }
-}
-
-/**
- * A refused attempt: held by one holder (or by readers, a read batch, intents: shared causes) on a
- * majority, it sleeps until a release is published or enough refusals end; split between holders
- * (nobody will publish), it tries again after a few random milliseconds, out of step with the others.
- */
-function refused(refusals: readonly Extract<MasterAcquire, { kind: 'busy' }>[], needed: number, quorum: number): RwAcquireOutcome {
-  const holders = new Map<string, number>();
-  for (const { holder } of refusals) holders.set(holder, (holders.get(holder) ?? 0) + 1);
-  const held = [...holders.values()].some((n) => n >= quorum);
-  // Until `needed` of the refusals may have ended: the needed-th shortest hint.
-  const untilMs = [...refusals.map((refusal) => refusal.hintMs)].sort((a, b) => a - b)[needed - 1] ?? 0;
-  return { kind: 'busy', hintMs: held ? untilMs : Math.min(untilMs, splitRetryMs()), intent: refusals.some((refusal) => refusal.intent) };
 }

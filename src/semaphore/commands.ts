@@ -17,6 +17,12 @@ export type SemaphoreAcquireOutcome =
 export type AvailableOutcome = { readonly kind: 'available'; readonly permits: number } | { readonly kind: 'mismatch'; readonly limit: number };
 
 const pair = (reply: unknown) => reply as [number, number | string];
+
+/**
+ * Too few permits, the earliest lease ending in `endsInMs` on Redis's clock (-1: none known): retry
+ * a millisecond after it (a Node timer may fire up to one early against Redis's clock).
+ */
+export const busyFor = (endsInMs: number): SemaphoreAcquireOutcome => ({ kind: 'busy', retryMs: endsInMs >= 0 ? endsInMs + 1 : -1 });
 const acquire = defineScript(lua.acquire, pair, 3);
 const available = defineScript(lua.available, (reply): AvailableOutcome => {
   const [flag, value] = pair(reply);
@@ -55,7 +61,7 @@ export class SemaphoreCommands implements SemaphoreTopology {
       [owner, permits, limit, leaseMs, Math.max(fenceTtlMs, leaseMs), this.#publish],
     );
     if (flag === 1) return { kind: 'acquired', token: toToken(value, keys.fence) };
-    return flag === 0 ? { kind: 'busy', retryMs: Number(value) } : { kind: 'mismatch', limit: Number(value) };
+    return flag === 0 ? busyFor(Number(value)) : { kind: 'mismatch', limit: Number(value) };
   }
 
   /** Gives a lease's permits back, whatever their number (the script knows it). */

@@ -25,6 +25,7 @@ const acquire = defineScript(lua.quorumAcquire, (reply): [number, number | strin
 const release = defineScript(lua.quorumRelease, (reply) => Number(reply), 2);
 const available = defineScript(lua.quorumAvailable, (reply) => reply as [number, ...(string | number)[]]);
 const renew = defineScript(lua.quorumRenew, (reply) => (reply as number[]).map((flag) => flag === 1));
+const fenceUp = defineScript(lua.quorumFenceUp, (reply) => reply === 1);
 
 const isOk = (reply: Reply<unknown>) => reply.ok;
 
@@ -130,6 +131,14 @@ export class SlotCommands extends Quorum {
     );
     this.outstanding(keys.sem, owner, sent, replies);
     return { replies, sent, validUntil };
+  }
+
+  /**
+   * Raises the fence to the quorum's token on the masters that gave the lease its slots, each only
+   * while the lease still holds them there: true once a majority confirmed it.
+   */
+  fenceUp(keys: SemaphoreKeys, owner: string, token: number, fenceTtlMs: number, indexes: readonly number[]): Promise<boolean> {
+    return this.confirmed(indexes, ({ runner }) => runner.run(fenceUp, [keys.sem, keys.leases, keys.fence], [owner, token, fenceTtlMs]));
   }
 
   /**

@@ -8,11 +8,12 @@ import type { Semaphore } from '../api.ts';
 import type { SemaphoreOptions } from '../options.ts';
 import type { ReleaseOutcome } from '../runtime/hold.ts';
 import type { Renewable, Renewer } from '../runtime/renewable.ts';
-import { SemaphoreCommands, type AvailableOutcome, type SemaphoreAcquireOutcome } from './commands.ts';
+import type { AvailableOutcome, SemaphoreAcquireOutcome, SemaphoreTopology } from './commands.ts';
 import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
 import { SemaphoreImpl, type SemaphoreShared } from './semaphore.ts';
 import { driftMs } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
+import { confirmHeld } from '../topology/quorum-decide.ts';
 import { splitRetryMs } from '../topology/quorum.ts';
 import { answeredError, count, noQuorum, type Reply } from '../topology/quorum-replies.ts';
 import { agreed, heldSlots, mismatchOf, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './quorum-commands.ts';
@@ -87,17 +88,15 @@ function slotsSaid(value: MasterSlots): string {
  * The semaphore's commands on every master, decided by the majority: what SemaphoreImpl calls on one
  * server, so the Semaphore API and its waits are the same on both.
  */
-export class RedlockSemaphoreCommands extends SemaphoreCommands {
+export class RedlockSemaphoreCommands implements SemaphoreTopology {
   readonly #shared: RedlockShared;
   readonly #slots: SlotCommands;
   /** Owner -> the slots its majority agreed on, while its lease may be held: what renewal checks on each master. */
   readonly #agreed = new Map<string, string>();
 
   constructor(shared: RedlockShared) {
-    const { masters } = shared.commands;
-    super(masters[0]!.runner, shared.runtime.publish);
     this.#shared = shared;
-    this.#slots = new SlotCommands(masters, shared.runtime.publish);
+    this.#slots = new SlotCommands(shared.commands.masters, shared.runtime.publish);
   }
 
   /**
@@ -108,7 +107,7 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
    * or the earliest lease end when other leases hold too many slots on a majority, a few ms when
    * the masters were split between attempts.
    */
-  override async acquire(keys: SemaphoreKeys, owner: string, permits: number, limit: number, leaseMs: number, fenceTtlMs: number): Promise<SemaphoreAcquireOutcome> {
+  async acquire(keys: SemaphoreKeys, owner: string, permits: number, limit: number, leaseMs: number, fenceTtlMs: number): Promise<SemaphoreAcquireOutcome> {
     const slots = this.#slots;
     const { quorum } = slots;
     const { replies, sent, validUntil } = await slots.acquire(keys, owner, permits, limit, leaseMs, fenceTtlMs, this.#shared.floor(), candidates(permits, limit), leaseMs - driftMs(leaseMs));
@@ -132,22 +131,15 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
     // Held: the masters that took other slots give them back. A late master that agrees keeps them.
     // (Not waited for: the acquire is decided, and what a minority gives back is no part of the lease.)
     void giveBackWhere(slots, keys, owner, replies, sent, false, (taken) => taken === won.slots, validUntil);
-    // The token: the largest of the majority's proposals, confirmed on a majority before the lease
-    // is handed out (the Redlock lock's rule, docs/guarantees.md); a majority that proposed that very
-    // value wrote it already.
+    // The token: the Redlock rule (docs/guarantees.md), as every kind's.
     const tokens = won.masters.map((i) => (replies[i] as { value: { token: number } }).value.token);
-    const token = Math.max(...tokens);
-    if (tokens.filter((t) => t === token).length < quorum) {
-      const fenceKeys = { lock: keys.sem, fence: keys.fence, channel: keys.channel };
-      const confirmed = await this.#shared.commands.fenceUp(fenceKeys, owner, token, Math.max(fenceTtlMs, leaseMs), won.masters).catch(() => false);
-      if (!confirmed) {
-        const back = slots.giveBack(keys, owner, true);
-        await slots.undone(replies, [...slots.masters.keys()].map(back), validUntil);
-        return { kind: 'busy', retryMs: splitRetryMs() - 1 };
-      }
-    }
+    const decision = await confirmHeld(won.masters, tokens, quorum, {
+      fenceUp: (token, taken) => slots.fenceUp(keys, owner, token, Math.max(fenceTtlMs, leaseMs), taken),
+      rollback: () => slots.undone(replies, [...slots.masters.keys()].map(slots.giveBack(keys, owner, true)), validUntil),
+    });
+    if (decision.kind === 'busy') return decision;
     this.#agreed.set(owner, won.slots);
-    return { kind: 'acquired', token };
+    return { kind: 'acquired', token: decision.token };
   }
 
   /**
@@ -159,19 +151,19 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
     const ends = replies
       .flatMap((reply) => (reply?.ok && reply.value.kind === 'slots' ? [reply.value.waitMs < 0 ? this.#shared.runtime.leaseMs : reply.value.waitMs] : []))
       .sort((a, b) => a - b);
-    const hint = ends[quorum - 1] ?? this.#shared.runtime.leaseMs;
+    // A millisecond after the lease end on Redis's clock (a Node timer may fire up to one early).
+    const hint = (ends[quorum - 1] ?? this.#shared.runtime.leaseMs) + 1;
     const full = heldSlots(replies, limit, owner, quorum).length > limit - permits;
-    // SemaphoreImpl sleeps retryMs + 1.
-    return { ms: full ? hint : Math.min(hint, splitRetryMs() - 1), full };
+    return { ms: full ? hint : Math.min(hint, splitRetryMs()), full };
   }
 
-  override release(keys: SemaphoreKeys, owner: string): Promise<ReleaseOutcome> {
+  release(keys: SemaphoreKeys, owner: string): Promise<ReleaseOutcome> {
     this.#agreed.delete(owner);
     return this.#slots.release(keys, owner, nameOf(keys), silentMs(this.#shared.runtime.leaseMs));
   }
 
   /** The limit less the slots held on a majority of masters (by one owner each). */
-  override async available(keys: SemaphoreKeys, limit: number): Promise<AvailableOutcome> {
+  async available(keys: SemaphoreKeys, limit: number): Promise<AvailableOutcome> {
     const replies = await this.#slots.available(keys, limit, nameOf(keys));
     const mismatch = mismatchOf(replies);
     if (mismatch !== undefined) return { kind: 'mismatch', limit: mismatch };
@@ -184,7 +176,7 @@ export class RedlockSemaphoreCommands extends SemaphoreCommands {
    * refuses, would read as a loss once the attempt went through. It is not sent, and its flag is
    * false: not held yet, so no loss (the watchdog renews it at its next tick).
    */
-  override async renew(leases: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
+  async renew(leases: readonly Renewable[], leaseMs: number): Promise<boolean[]> {
     const agreed = leases.map((lease) => this.#agreed.get(lease.owner));
     const sent = leases.filter((_, i) => agreed[i] !== undefined);
     const renewed = sent.length === 0 ? [] : await this.#slots.renew(sent, leaseMs, (owner) => this.#agreed.get(owner) ?? '', silentMs(leaseMs));

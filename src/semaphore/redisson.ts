@@ -7,7 +7,7 @@ import type { ReleaseOutcome } from '../runtime/hold.ts';
 import type { Renewable } from '../runtime/renewable.ts';
 import { defineScript, type ScriptRunner } from '../runtime/script.ts';
 import { redissonPrefixed, redissonSuffixed } from '../runtime/slot.ts';
-import type { AvailableOutcome, SemaphoreAcquireOutcome, SemaphoreTopology } from './commands.ts';
+import { busyFor, type AvailableOutcome, type SemaphoreAcquireOutcome, type SemaphoreTopology } from './commands.ts';
 import type { SemaphoreKeys } from './keys.ts';
 
 /** RPermitExpirableSemaphore's keys of `name`, and relock's token counter beside them (Redisson's semaphore has no tokens). */
@@ -37,7 +37,7 @@ export class RedissonSemaphoreCommands implements SemaphoreTopology {
   async acquire(keys: SemaphoreKeys, owner: string, permits: number, limit: number, leaseMs: number): Promise<SemaphoreAcquireOutcome> {
     const [flag, value] = await this.#runner.run(acquire, [keys.sem, keys.leases, keys.fence, keys.channel], [owner, permits, limit, leaseMs, this.#publish]);
     if (flag === 1) return { kind: 'acquired', token: toToken(value, keys.fence) };
-    return flag === 0 ? { kind: 'busy', retryMs: Number(value) } : { kind: 'mismatch', limit: Number(value) };
+    return flag === 0 ? busyFor(Number(value)) : { kind: 'mismatch', limit: Number(value) };
   }
 
   release(keys: SemaphoreKeys, owner: string): Promise<ReleaseOutcome> {

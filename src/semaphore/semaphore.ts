@@ -146,9 +146,8 @@ export class SemaphoreImpl implements Semaphore {
       call: async () => {
         const outcome = await commands.acquire(keys, hold.owner, permits, this.permits, lease, runtime.fenceTtlMs);
         if (outcome.kind === 'mismatch') throw this.#mismatch(outcome.limit);
-        // Busy: sleep until the earliest lease ends, a millisecond more (a Node timer may fire up to
-        // one early against Redis's clock); with no lease known, a whole lease.
-        if (outcome.kind !== 'acquired') return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs + 1 : runtime.leaseMs };
+        // Busy: sleep as the commands say; with no lease end known, a whole lease.
+        if (outcome.kind !== 'acquired') return { kind: 'busy', retryMs: outcome.retryMs >= 0 ? outcome.retryMs : runtime.leaseMs };
         return outcome;
       },
       giveBack: () => commands.release(keys, hold.owner),

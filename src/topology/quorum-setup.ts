@@ -2,6 +2,7 @@
 // state), every master gets a ScriptRunner and an eviction check, and the subscriber is one fan-out
 // connection over a subscriber connection per master.
 import type { EventEmitter } from 'node:events';
+import { LockError } from '../errors.ts';
 import { isDown, type RedisPort, type SubscriberConnection } from '../port/port.ts';
 import type { Renewer } from '../runtime/renewable.ts';
 import { Runtime } from '../runtime/runtime.ts';
@@ -48,6 +49,10 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
     fenceTtlMs: options.fenceTtlMs,
     port: ports[0]!,
     servers: ports.map((port, i) => ({ port, label: options.servers[i]!.label })),
+    joint: {
+      unanswered: (failed, waitMs, cause, lockName) =>
+        new LockError(`${failed} within ${waitMs} ms: no quorum: no majority of the masters answered its last attempt in time`, { cause, lockName, code: 'ERR_LOCK_NO_QUORUM' }),
+    },
     events: options.events,
     openSubscriber: (): SubscriberConnection =>
       new FanoutConnection(

@@ -3,7 +3,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Cluster, type ClusterOptions } from 'ioredis';
-import type { AnyRedisClient } from '../../src/options.ts';
+import { LockClient } from '../../src/index.ts';
+import type { AnyRedisClient, LockClientOptions } from '../../src/options.ts';
 import { clusterFor, type Closable } from './clients.ts';
 import { applicableOnly, type It } from './describe.ts';
 import { freePort, startPrivateRedis, type RedisServer } from './redis.ts';
@@ -213,4 +214,53 @@ export const SHARDED_PUBSUB = process.env.RELOCK_SERVER !== 'redis-6.0';
  */
 export function shardedOnly(it: It): (name: string, body: () => void | Promise<void>, limitMs?: number) => void {
   return applicableOnly(it, SHARDED_PUBSUB, 'sharded pub/sub');
+}
+
+type Admin = ReturnType<RedisServer['connect']>;
+const admins = new WeakMap<RedisServer, Admin>();
+
+/** One admin connection per node, for the suites (closed by closeAdmins, which clusterSuite calls). */
+export function admin(node: RedisServer): Admin {
+  let connection = admins.get(node);
+  if (!connection) admins.set(node, (connection = node.connect()));
+  return connection;
+}
+
+/** Closes the admin connections of these nodes. */
+export function closeAdmins(nodes: readonly RedisServer[]): void {
+  for (const node of nodes) {
+    admins.get(node)?.disconnect();
+    admins.delete(node);
+  }
+}
+
+/** Makes a LockClient over the suite's Cluster (closed after the suite). */
+export type SuiteClients = (options?: Omit<LockClientOptions, 'redis'>) => LockClient;
+
+/**
+ * A suite's Cluster: started before its tests (`started` gets it), stopped after them with the
+ * admin connections and every LockClient the returned `client()` made over it (the suite's client
+ * family, `defaults` under the options given; their 'error' events ignored: the tests check what
+ * they expect).
+ */
+export function clusterSuite(it: It, options: number | ClusterStartOptions, started: (cluster: RedisCluster) => void, defaults: Omit<LockClientOptions, 'redis'> = {}): SuiteClients {
+  let cluster: RedisCluster | undefined;
+  const clients: LockClient[] = [];
+  it.before(async () => {
+    cluster = await startCluster(options);
+    started(cluster);
+  });
+  it.after(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    if (!cluster) return;
+    closeAdmins(cluster.nodes);
+    await cluster.stop();
+  });
+  return (clientOptions = {}) => {
+    if (!cluster) throw new Error('clusterSuite: client() before the cluster started');
+    const client = new LockClient({ redis: cluster.client(), ...defaults, ...clientOptions });
+    client.on('error', () => undefined);
+    clients.push(client);
+    return client;
+  };
 }

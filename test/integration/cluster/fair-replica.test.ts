@@ -3,32 +3,18 @@
 // of the slots, after a failover) must never hear of a grant the script did not record, and no token
 // may go to two parties.
 import * as assert from 'uvu/assert';
-import { LockClient } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
-import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { clusterSuite, type RedisCluster, SHARDED_PUBSUB, type SuiteClients } from '../../helpers/cluster.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { sleep } from '../../helpers/fixture.ts';
-import { admin, closeAdmins } from './support.ts';
+import { admin } from './support.ts';
 
 let cluster: RedisCluster;
-const clients: LockClient[] = [];
-const client = () => {
-  const made = new LockClient({ redis: cluster.client(), leaseMs: 10_000 });
-  made.on('error', () => undefined);
-  clients.push(made);
-  return made;
-};
+let client: SuiteClients;
 
 // The fair lock needs sharded pub/sub on a Cluster: without it (Redis 6.0) it is refused, as names.test.ts checks.
 if (SHARDED_PUBSUB) describe('LockClient#fairLock on a Cluster shard with a replica', (it) => {
-  it.before(async () => {
-    cluster = await startCluster({ masters: 3, replicas: 1 });
-  });
-  it.after(async () => {
-    await Promise.all(clients.map((c) => c.close()));
-    closeAdmins(cluster.nodes);
-    await cluster.stop();
-  });
+  client = clusterSuite(it, { masters: 3, replicas: 1 }, (started) => (cluster = started), { leaseMs: 10_000 });
 
   it('tells no receiver on a replica of a grant it skipped: the next waiter gets the lock and its token alone', async () => {
     const name = uniqueName('fair');

@@ -2,32 +2,19 @@
 // SPUBLISH is renamed away): relock finds it out (COMMAND INFO SPUBLISH) and falls back to PUBLISH and
 // one SUBSCRIBE connection; the fair lock, whose grants count their receivers, is refused.
 import * as assert from 'uvu/assert';
-import { LockClient, LockError } from '../../../src/index.ts';
+import { LockError } from '../../../src/index.ts';
 import { TEST_CLIENT } from '../../helpers/clients.ts';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { clusterSuite, type RedisCluster, type SuiteClients } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
-import { admin, calls, closeAdmins, plainSubscriptions, shardConnections } from './support.ts';
+import { admin, calls, plainSubscriptions, shardConnections } from './support.ts';
 
 let cluster: RedisCluster;
-const clients: LockClient[] = [];
-const client = () => {
-  const made = new LockClient({ redis: cluster.client(), leaseMs: 10_000 });
-  made.on('error', () => undefined);
-  clients.push(made);
-  return made;
-};
+let client: SuiteClients;
 
 describe('Redis Cluster without sharded pub/sub (no SPUBLISH)', (it) => {
-  it.before(async () => {
-    // On the server matrix's Redis 6.0 (test/servers.ts) the server itself has no SPUBLISH: renaming it would fail its start.
-    const legacy = process.env.RELOCK_SERVER === 'redis-6.0';
-    cluster = await startCluster({ masters: 3, args: legacy ? [] : ['--rename-command', 'SPUBLISH', ''] });
-  });
-  it.after(async () => {
-    await Promise.all(clients.map((c) => c.close()));
-    closeAdmins(cluster.nodes);
-    await cluster.stop();
-  });
+  // On the server matrix's Redis 6.0 (test/servers.ts) the server itself has no SPUBLISH: renaming it would fail its start.
+  const legacy = process.env.RELOCK_SERVER === 'redis-6.0';
+  client = clusterSuite(it, { masters: 3, args: legacy ? [] : ['--rename-command', 'SPUBLISH', ''] }, (started) => (cluster = started), { leaseMs: 10_000 });
 
   it('wakes waiters by PUBLISH over one SUBSCRIBE connection', async () => {
     const [a, b] = [client(), client()];

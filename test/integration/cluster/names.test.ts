@@ -1,20 +1,9 @@
 // Names with braces on a Redis Cluster: every kind keeps its keys and channels in one slot (no
 // CROSSSLOT), takes, wakes and releases as with any other name.
 import * as assert from 'uvu/assert';
-import { LockClient, type Lease } from '../../../src/index.ts';
-import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import type { LockClient, Lease } from '../../../src/index.ts';
+import { clusterSuite, SHARDED_PUBSUB } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
-import { closeAdmins } from './support.ts';
-
-let cluster: RedisCluster;
-const clients: LockClient[] = [];
-const client = () => {
-  // A 20 s lease: a waiter that gets in within 5 s was woken by the release's message.
-  const made = new LockClient({ redis: cluster.client(), leaseMs: 20_000 });
-  made.on('error', () => undefined);
-  clients.push(made);
-  return made;
-};
 
 /** Takes with `hold`, waits with `wait`, releases: the waiter gets in, woken by the release. */
 async function handOver(waiter: LockClient, hold: () => Promise<Lease>, wait: () => Promise<Lease>): Promise<void> {
@@ -27,16 +16,12 @@ async function handOver(waiter: LockClient, hold: () => Promise<Lease>, wait: ()
 }
 
 describe('Redis Cluster: names with braces', (it) => {
+  // A 20 s lease: a waiter that gets in within 5 s was woken by the release's message.
+  const client = clusterSuite(it, { masters: 3 }, () => undefined, { leaseMs: 20_000 });
   let a: LockClient;
   let b: LockClient;
-  it.before(async () => {
-    cluster = await startCluster({ masters: 3 });
+  it.before(() => {
     [a, b] = [client(), client()];
-  });
-  it.after(async () => {
-    await Promise.all(clients.map((c) => c.close()));
-    closeAdmins(cluster.nodes);
-    await cluster.stop();
   });
 
   // Each shape starts a fresh name (a UUID follows it), so what Redis reads as the hash tag stays.

@@ -6,10 +6,9 @@ import * as assert from 'uvu/assert';
 import type { Cluster } from 'ioredis';
 import { LockClient } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
-import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { clusterSuite, SHARDED_PUBSUB, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually } from '../../helpers/describe.ts';
 import { sleep } from '../../helpers/fixture.ts';
-import { closeAdmins } from './support.ts';
 
 interface Call {
   readonly keys: readonly string[];
@@ -35,13 +34,7 @@ function recording(cluster: Cluster, calls: Call[]): Cluster {
 let cluster: RedisCluster;
 
 describe('Redis Cluster: one slot per script call, a key in every one', (it) => {
-  it.before(async () => {
-    cluster = await startCluster({ masters: 3 });
-  });
-  it.after(async () => {
-    closeAdmins(cluster.nodes);
-    await cluster.stop();
-  });
+  clusterSuite(it, { masters: 3 }, (started) => (cluster = started));
 
   for (const prefix of ['relock', '{tenant}', 'a}b', 'a{b']) {
     it(`every kind, names with braces, prefix ${prefix}`, async () => {

@@ -3,34 +3,21 @@
 // the fair lock's grants over SPUBLISH, and replica sync (WAIT).
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as assert from 'uvu/assert';
-import { LockClient, LockError, LockLostError, type RenewMessage } from '../../../src/index.ts';
+import { LockError, LockLostError, type RenewMessage } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
-import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { clusterSuite, type RedisCluster, shardedOnly, type SuiteClients } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { TEST_CLIENT } from '../../helpers/clients.ts';
-import { admin, calls, closeAdmins, plainSubscriptions, shardConnections, shardSubscribers } from './support.ts';
+import { admin, calls, plainSubscriptions, shardConnections, shardSubscribers } from './support.ts';
 
 let cluster: RedisCluster;
-const clients: LockClient[] = [];
-const client = (options: { leaseMs?: number; replicas?: number; replicaTimeoutMs?: number } = {}) => {
-  const made = new LockClient({ redis: cluster.client(), leaseMs: 900, ...options });
-  made.on('error', () => undefined);
-  clients.push(made);
-  return made;
-};
+let client: SuiteClients;
 const channelOf = (name: string) => `relock:{${name}}:released`;
 const masters = async () => (await Promise.all(cluster.nodes.map(async (node) => ((await admin(node).info('replication')).includes('role:master') ? node : undefined)))).filter((node) => node !== undefined);
 
 describe('Redis Cluster: sharded pub/sub, renewals per slot, replica sync', (it) => {
   const sharded = shardedOnly(it);
-  it.before(async () => {
-    cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 2_000 });
-  });
-  it.after(async () => {
-    await Promise.all(clients.map((c) => c.close()));
-    closeAdmins(cluster.nodes);
-    await cluster.stop();
-  });
+  client = clusterSuite(it, { replicas: 1, nodeTimeoutMs: 2_000 }, (started) => (cluster = started), { leaseMs: 900 });
 
   sharded('opens one subscriber connection per shard with waiters, and closes it when they are gone', async () => {
     const [a, b] = [client(), client()];

@@ -1,16 +1,8 @@
 // What the cluster suites do to a cluster: inspect pub/sub per node, move one slot, pause a node.
-import type { RedisCluster } from '../../helpers/cluster.ts';
+import { admin, type RedisCluster } from '../../helpers/cluster.ts';
 import type { RedisServer } from '../../helpers/redis.ts';
 
-type Admin = ReturnType<RedisServer['connect']>;
-const admins = new WeakMap<RedisServer, Admin>();
-
-/** One admin connection per node (closed with the cluster). */
-export function admin(node: RedisServer): Admin {
-  let connection = admins.get(node);
-  if (!connection) admins.set(node, (connection = node.connect()));
-  return connection;
-}
+export { admin, closeAdmins } from '../../helpers/cluster.ts';
 
 /** Subscribers of a shard channel on one node (PUBSUB SHARDNUMSUB). */
 export async function shardSubscribers(node: RedisServer, channel: string): Promise<number> {
@@ -88,9 +80,4 @@ export async function otherMaster(cluster: RedisCluster, node: RedisServer): Pro
     if (/role:master/.test(String(await admin(candidate).info('replication')))) return candidate;
   }
   throw new Error('no other master');
-}
-
-/** Closes the admin connections of these nodes. */
-export function closeAdmins(nodes: readonly RedisServer[]): void {
-  for (const node of nodes) admins.get(node)?.disconnect();
 }

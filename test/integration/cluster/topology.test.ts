@@ -3,22 +3,16 @@
 // the release that follows wakes it by its message (the holders' leases are far longer than the
 // bounds asserted here, so a waiter woken only by its fallback timer would fail them).
 import * as assert from 'uvu/assert';
-import { LockClient, LockError } from '../../../src/index.ts';
+import { LockError } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
 import { TEST_CLIENT } from '../../helpers/clients.ts';
-import { shardedOnly, startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { clusterSuite, type RedisCluster, shardedOnly, type SuiteClients } from '../../helpers/cluster.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { sleep } from '../../helpers/fixture.ts';
-import { admin, closeAdmins, moveSlot, otherMaster, promote, shardSubscribers } from './support.ts';
+import { admin, moveSlot, otherMaster, promote, shardSubscribers } from './support.ts';
 
 let cluster: RedisCluster;
-const clients: LockClient[] = [];
-const client = () => {
-  const made = new LockClient({ redis: cluster.client(), leaseMs: 20_000 });
-  made.on('error', () => undefined);
-  clients.push(made);
-  return made;
-};
+let client: SuiteClients;
 const channelOf = (name: string) => `relock:{${name}}:released`;
 
 /** A holds `name`, B waits for it, subscribed on the master of its slot. */
@@ -46,14 +40,7 @@ async function releaseWakes(held: { release(): Promise<void> }, waiting: Promise
 
 describe('Redis Cluster: a waiter follows its shard', (it) => {
   const sharded = shardedOnly(it);
-  it.before(async () => {
-    cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 2_000 });
-  });
-  it.after(async () => {
-    await Promise.all(clients.map((c) => c.close()));
-    closeAdmins(cluster.nodes);
-    await cluster.stop();
-  });
+  client = clusterSuite(it, { replicas: 1, nodeTimeoutMs: 2_000 }, (started) => (cluster = started), { leaseMs: 20_000 });
 
   sharded('follows a slot moved to another master mid-wait (SETSLOT MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE)', async () => {
     const name = uniqueName();

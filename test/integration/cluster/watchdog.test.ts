@@ -3,19 +3,17 @@
 // unrenewed; the holds on the other shards are renewed and released as if nothing happened.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as assert from 'uvu/assert';
-import { LockClient, LockLostError, type Lease, type RenewMessage } from '../../../src/index.ts';
+import { LockLostError, type Lease, type RenewMessage } from '../../../src/index.ts';
 import { keySlot } from '../../../src/runtime/slot.ts';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { clusterSuite, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import type { RedisServer } from '../../helpers/redis.ts';
-import { closeAdmins } from './support.ts';
 
 /** Long enough that a loaded host renews in time (rounds every 667 ms, lost 1.8 s after the last renewal sent). */
 const LEASE_MS = 2_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let cluster: RedisCluster;
-const clients: LockClient[] = [];
 
 /** Names until each master serves at least `perMaster` of them (by the slot of the lock key). */
 async function namesPerMaster(perMaster: number): Promise<Map<RedisServer, string[]>> {
@@ -40,21 +38,12 @@ async function releasesWithin(lease: Lease, ms: number): Promise<number> {
 }
 
 describe('Watchdog on a Redis Cluster', (it) => {
-  it.before(async () => {
-    // A node timeout far above the freeze: the frozen master is not failed over (there is no replica)
-    // and the cluster stays up on the others.
-    cluster = await startCluster({ nodeTimeoutMs: 30_000 });
-  });
-  it.after(async () => {
-    await Promise.all(clients.map((c) => c.close()));
-    closeAdmins(cluster.nodes);
-    await cluster.stop();
-  });
+  // A node timeout far above the freeze: the frozen master is not failed over (there is no replica)
+  // and the cluster stays up on the others.
+  const lockClient = clusterSuite(it, { nodeTimeoutMs: 30_000 }, (started) => (cluster = started), { leaseMs: LEASE_MS });
 
   it('keeps renewing the holds on other shards while one master is frozen, and their releases settle at once', async () => {
-    const client = new LockClient({ redis: cluster.client(), leaseMs: LEASE_MS });
-    client.on('error', () => undefined);
-    clients.push(client);
+    const client = lockClient();
     const byMaster = await namesPerMaster(3);
     const [frozen, ...healthy] = [...byMaster.keys()];
     const stuck = await Promise.all(byMaster.get(frozen!)!.map((name) => client.lock(name).acquire()));

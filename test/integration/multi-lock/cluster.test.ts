@@ -1,8 +1,8 @@
 // client.multiLock() on a Redis Cluster: members in different slots (on different masters), each
 // member's scripts in its own slot; all or none, exclusion and loss as on one server.
 import * as assert from 'uvu/assert';
-import { LockClient, LockLostError, LockTimeoutError } from '../../../src/index.ts';
-import { startCluster, type RedisCluster } from '../../helpers/cluster.ts';
+import { LockLostError, LockTimeoutError, type LockClient } from '../../../src/index.ts';
+import { clusterSuite, type RedisCluster } from '../../helpers/cluster.ts';
 import { describe, rejects, uniqueName, within } from '../../helpers/describe.ts';
 
 let cluster: RedisCluster;
@@ -24,14 +24,9 @@ async function spread(n: number): Promise<string[]> {
 }
 
 describe('LockClient#multiLock on a Redis Cluster', (it) => {
-  it.before(async () => {
-    cluster = await startCluster();
-    a = new LockClient({ redis: cluster.client(), leaseMs: 900 });
-    b = new LockClient({ redis: cluster.client(), leaseMs: 900 });
-  });
-  it.after(async () => {
-    await Promise.all([a.close(), b.close()]);
-    await cluster.stop();
+  const client = clusterSuite(it, {}, (started) => (cluster = started), { leaseMs: 900 });
+  it.before(() => {
+    [a, b] = [client(), client()];
   });
 
   it('takes members on different masters all or none, and excludes another client', async () => {

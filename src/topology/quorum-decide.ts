@@ -1,0 +1,66 @@
+// The Redlock acquire decision, one for every kind: what a majority's answers to an attempt mean
+// (held with which token, busy for how long, no quorum), and the undo and token write-back it asks
+// of the kind.
+import { splitRetryMs } from './quorum.ts';
+
+/** One master's answer to an attempt, as the acquire decision reads it (undefined: failed or not answered). */
+export type Vote = { readonly took: true; readonly token: number } | { readonly took: false; readonly retryMs: number; readonly holder: string };
+
+/** How an attempt of one kind is undone and its token confirmed, for decideAcquire. */
+export interface AttemptUndo {
+  /** Gives the attempt back on the masters listed (every master when omitted), settled before it resolves; never rejects. */
+  rollback(only?: readonly number[]): Promise<void>;
+  /** Raises the fence to `token` on the masters that took the attempt: true once a majority confirmed it. */
+  fenceUp(token: number, taken: readonly number[]): Promise<boolean>;
+  /** What an attempt that too few masters answered throws (ERR_LOCK_NO_QUORUM, or a master's reply error). */
+  unanswered(): unknown;
+}
+
+/** The acquire decision: held with a token (`taken`: the masters that took it), or busy for up to `retryMs`. */
+export type AcquireDecision = { readonly kind: 'acquired'; readonly token: number; readonly taken: readonly number[] } | { readonly kind: 'busy'; readonly retryMs: number };
+
+/**
+ * The Redlock acquire decision, one for every kind. Held when a majority took the attempt: its token
+ * is the largest of theirs, confirmed on a majority before the lease is handed out (a majority that
+ * proposed that very value wrote it already); when it cannot be, everything is given back and the
+ * attempt is busy for a few ms. Not held: given back wherever it was not refused (taken, failed, or
+ * not answered yet), settled before the caller hears of it; no quorum when too few masters answered;
+ * else busy, held by one holder on a majority until enough refusals may have ended (a release wakes
+ * it earlier), or split between holders (nobody will publish) for a few random ms, out of step.
+ */
+export async function decideAcquire(votes: readonly (Vote | undefined)[], quorum: number, undo: AttemptUndo): Promise<AcquireDecision> {
+  const taken: number[] = [];
+  const tokens: number[] = [];
+  const refusals: Extract<Vote, { took: false }>[] = [];
+  votes.forEach((vote, i) => {
+    if (vote?.took) {
+      taken.push(i);
+      tokens.push(vote.token);
+    } else if (vote) refusals.push(vote);
+  });
+  if (taken.length < quorum) {
+    await undo.rollback(votes.flatMap((vote, i) => (vote && !vote.took ? [] : [i])));
+    if (taken.length + refusals.length < quorum) throw undo.unanswered();
+    const holders = new Map<string, number>();
+    for (const { holder } of refusals) holders.set(holder, (holders.get(holder) ?? 0) + 1);
+    const held = [...holders.values()].some((n) => n >= quorum);
+    // Until as many refusals as it lacks may have ended: the needed-th shortest.
+    const untilMs = refusals.map((refusal) => refusal.retryMs).sort((a, b) => a - b)[quorum - taken.length - 1]!;
+    return { kind: 'busy', retryMs: held ? untilMs : Math.min(untilMs, splitRetryMs()) };
+  }
+  return confirmHeld(taken, tokens, quorum, undo);
+}
+
+/**
+ * An attempt a majority took (`taken`, with the token each proposed): held with the largest token,
+ * once it is confirmed on a majority (a majority that proposed that very value wrote it already);
+ * when it cannot be, given back everywhere and busy for a few ms.
+ */
+export async function confirmHeld(taken: readonly number[], tokens: readonly number[], quorum: number, undo: Pick<AttemptUndo, 'rollback' | 'fenceUp'>): Promise<AcquireDecision> {
+  const token = Math.max(...tokens);
+  if (tokens.filter((t) => t === token).length < quorum && !(await undo.fenceUp(token, taken).catch(() => false))) {
+    await undo.rollback();
+    return { kind: 'busy', retryMs: splitRetryMs() };
+  }
+  return { kind: 'acquired', token, taken };
+}
