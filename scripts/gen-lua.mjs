@@ -1,6 +1,7 @@
 // Inlines lua/<primitive>/*.lua into src/generated/<primitive>.ts, so the published bundle reads no
 // files at run time. A script's line `-- @include <name>` is replaced by lua/<primitive>/<name>.lua.inc
-// (without the include's header); the SHA1 is of this expanded source, the one EVALSHA runs.
+// (without the include's header; an include may include lua/shared/ ones, each once per script);
+// the SHA1 is of this expanded source, the one EVALSHA runs.
 // Only *.lua files are scripts; *.lua.inc files are includes.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync, rmSync } from 'node:fs';
@@ -12,14 +13,18 @@ const luaDir = join(root, 'lua');
 
 /**
  * The source of a script of lua/<primitive>/ with every `-- @include <name>` line replaced by
- * lua/<primitive>/<name>.lua.inc, the include's opening `--[[ ... ]]` header left out. Throws on
- * an unknown include, a malformed marker, or an include that includes (they do not nest).
+ * lua/<primitive>/<name>.lua.inc (`shared/<name>`: lua/shared/<name>.lua.inc), the include's opening
+ * `--[[ ... ]]` header left out. A primitive's include may include shared ones; a shared one includes
+ * nothing. Each include is expanded once per script, where it first appears (a second line naming it
+ * is dropped: the locals it binds are in scope already). Throws on an unknown include, a malformed
+ * marker, or a shared include that includes.
  * @param {string} primitive the folder under lua/, e.g. "fair-lock"
  * @param {string} source the script's source
  * @param {string} [file] the script's name, for error messages
+ * @param {Set<string>} [seen] the includes expanded so far in this script
  * @returns {string}
  */
-export function expandLua(primitive, source, file = '<source>') {
+export function expandLua(primitive, source, file = '<source>', seen = new Set()) {
   return source.replace(/^[ \t]*--[ \t]*@include\b.*\n?/gm, (line) => {
     const match = /^-- @include ((?:shared\/)?[a-z][a-z0-9-]*)\n?$/.exec(line);
     const where = `lua/${primitive}/${file}`;
@@ -27,9 +32,13 @@ export function expandLua(primitive, source, file = '<source>') {
     const include = match[1].startsWith('shared/') ? match[1] : `${primitive}/${match[1]}`;
     const path = join(luaDir, `${include}.lua.inc`);
     if (!existsSync(path)) throw new Error(`${where}: unknown include "${match[1]}": there is no lua/${include}.lua.inc`);
+    if (seen.has(include)) return '';
+    seen.add(include);
     const body = readFileSync(path, 'utf8').replace(/^--\[\[[\s\S]*?\]\]\n/, '');
-    if (/^[ \t]*--[ \t]*@include\b/m.test(body)) throw new Error(`lua/${include}.lua.inc: includes do not nest`);
-    return body;
+    if (!/^[ \t]*--[ \t]*@include\b/m.test(body)) return body;
+    if (include.startsWith('shared/')) throw new Error(`lua/${include}.lua.inc: a shared include includes nothing`);
+    if (/^[ \t]*--[ \t]*@include (?!shared\/)/m.test(body)) throw new Error(`lua/${include}.lua.inc: an include may include shared ones only`);
+    return expandLua(primitive, body, `${match[1]}.lua.inc`, seen);
   });
 }
 

@@ -17,8 +17,7 @@
 local hashKey, leasesKey = KEYS[1], KEYS[2]
 local side, member = ARGV[1], ARGV[2]
 local rcall = redis.call
-local time = rcall('TIME')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- @include shared/now
 
 local ttlMs = -2
 if side == 'w' then

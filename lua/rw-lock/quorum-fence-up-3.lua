@@ -22,8 +22,7 @@ local rcall = redis.call
 
 -- @include shared/fence-up
 
-local time = rcall('TIME')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- @include shared/now
 local endsAt = rcall('ZSCORE', leasesKey, member)
 if not endsAt or tonumber(endsAt) <= nowMs or rcall('HEXISTS', hashKey, member) == 0 then
   return 0

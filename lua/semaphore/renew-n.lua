@@ -15,8 +15,7 @@
 local leaseMs = tonumber(ARGV[1])
 local rcall = redis.call
 
-local time = rcall('TIME')
-local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- @include shared/now
 -- @include shared/lease-end
 
 local renewed = {}

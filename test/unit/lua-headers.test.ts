@@ -102,6 +102,14 @@ describe('lua/<primitive>/*.lua', (it) => {
     assert.throws(() => expandLua('fair-lock', '  -- @include grant-next\n', 'x-1.lua'), /malformed include line/);
   });
 
+  it("expands a shared include inside a primitive's include, once per script", () => {
+    const reads = (lua: string) => (lua.match(/rcall\('TIME'\)/g) ?? []).length;
+    // quorum-slots includes shared/now; the script's own line for it, first or after, adds no second read.
+    assert.is(reads(expandLua('semaphore', '-- @include quorum-slots\n')), 1);
+    assert.is(reads(expandLua('semaphore', '-- @include shared/now\n-- @include quorum-slots\n-- @include shared/now\n')), 1);
+    assert.is(reads(expandLua('semaphore', '-- @include prune\n-- @include quorum-slots\n')), 1);
+  });
+
   it('strips comments, indentation and empty lines, and keeps quoted strings whole', () => {
     const lua = "--[[ header\n-- ]]\nlocal a = '--not a comment' -- a comment\n\n  if a then --[==[ long\n]] ]==] return \"x\\\"--\" end\n";
     assert.is(stripLua(lua), "local a = '--not a comment'\nif a then  return \"x\\\"--\" end");
