@@ -8,6 +8,7 @@ import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
 import { defineScript } from '../runtime/script.ts';
 import type { Renewable } from '../runtime/renewable.ts';
 import { count, driftMs, gather, type Master, type Reply } from '../topology/quorum-replies.ts';
+import { forced, released, renewed } from '../topology/quorum-decide.ts';
 import { QuorumReads } from '../topology/quorum-reads.ts';
 
 /** What one master answered to an acquire. */
@@ -104,7 +105,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
     return this.settleAll(
       this.masters,
       ({ runner }, i) => this.after(i, keys.lock, owner, () => runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, publishers[i]!, message])),
-      this.released(`Lock "${lockName}" was not released`, lockName),
+      released(this, `Lock "${lockName}" was not released`, lockName),
       undefined,
       // Sent to a master known down too (ioredis queues it): a release must reach one that comes back.
       false,
@@ -126,7 +127,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
     return this.settle(
       this.masters,
       ({ runner }) => runner.run(renew, holds.map((hold) => hold.key), [leaseMs, ...holds.map((hold) => hold.owner)]),
-      this.renewed(holds.length, `Renewal of ${holds.length} Redlock hold(s)`),
+      renewed(this, holds.length, `Renewal of ${holds.length} Redlock hold(s)`),
     );
   }
 
@@ -136,7 +137,7 @@ export class RedlockCommands extends QuorumReads implements LockReads<LockKeys> 
     return gather(
       this.masters,
       ({ runner }) => runner.run(forceRelease, [keys.lock, keys.channel], args),
-      this.forced(`Lock at "${keys.lock}" was not force-unlocked`),
+      forced(this, `Lock at "${keys.lock}" was not force-unlocked`),
     );
   }
 }

@@ -8,7 +8,7 @@ import { defineScript } from '../runtime/script.ts';
 import { decodeAcquire, RW_SETTINGS, rwScripts, type RwAcquireOutcome, type RwCommands, type RwSettings, type RwTarget } from './commands.ts';
 import type { RwLockKeys, RwSideKeys } from './keys.ts';
 import { driftMs } from '../topology/quorum-replies.ts';
-import { decideAcquire, type Vote } from '../topology/quorum-decide.ts';
+import { decideAcquire, forced, released, renewed, type Vote } from '../topology/quorum-decide.ts';
 import { Quorum } from '../topology/quorum.ts';
 import { answeredError, count, gather, noQuorum, type Master, type Reply } from '../topology/quorum-replies.ts';
 
@@ -136,7 +136,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     return this.settleAll(
       this.masters,
       ({ runner }, i) => this.after(i, k.hash, member, () => runner.run(rwScripts.release, keys, [member, believed, whole ? 1 : 0, publishers[i]!, this.settings.batchMs, message])),
-      this.released(`Lock "${lockName}" was not released`, lockName),
+      released(this, `Lock "${lockName}" was not released`, lockName),
       undefined,
       // Sent to a master known down too (ioredis queues it): a release must reach one that comes back.
       false,
@@ -158,7 +158,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
   renew(targets: readonly RwTarget[], leaseMs: number): Promise<boolean[]> {
     const keys = targets.flatMap((t) => [t.rw.hash, t.rw.leases]);
     const args = [leaseMs, ...targets.map((t) => t.member)];
-    return this.settle(this.masters, ({ runner }) => runner.run(rwScripts.renew, keys, args), this.renewed(targets.length, `Renewal of ${targets.length} Redlock read-write hold(s)`));
+    return this.settle(this.masters, ({ runner }) => runner.run(rwScripts.renew, keys, args), renewed(this, targets.length, `Renewal of ${targets.length} Redlock read-write hold(s)`));
   }
 
   /** Removes every hold of the side on every master; true when some master had one. */
@@ -168,7 +168,7 @@ export class RedlockRwCommands extends Quorum implements RwCommands {
     return gather(
       this.masters,
       ({ runner }) => runner.run(rwScripts.forceRelease, [k.hash, k.leases, k.waiting, k.batch, k.toReaders, k.toWriters], args),
-      this.forced(`Lock at "${k.hash}" was not force-unlocked`),
+      forced(this, `Lock at "${k.hash}" was not force-unlocked`),
     );
   }
 

@@ -7,6 +7,7 @@ import { defineScript } from '../runtime/script.ts';
 import { noop } from '../runtime/waits.ts';
 import type { Renewable } from '../runtime/renewable.ts';
 import { leasesOf, type SemaphoreKeys } from './keys.ts';
+import { released, renewed } from '../topology/quorum-decide.ts';
 import { Quorum } from '../topology/quorum.ts';
 import { answeredError, count, gather, noQuorum, pending, type Master, type Reply } from '../topology/quorum-replies.ts';
 
@@ -165,7 +166,7 @@ export class SlotCommands extends Quorum {
       this.masters,
       ({ runner }, i): Promise<ReleaseOutcome> =>
         this.after(i, keys.sem, owner, async () => ((await runner.run(release, [keys.sem, keys.leases, keys.channel], args)) >= 0 ? { kind: 'released', left: 0 } : { kind: 'gone' })),
-      this.released(`Semaphore "${name}" was not released`, name),
+      released(this, `Semaphore "${name}" was not released`, name),
       timeoutMs,
       false,
     );
@@ -214,6 +215,6 @@ export class SlotCommands extends Quorum {
   renew(leases: readonly Renewable[], leaseMs: number, slotsOf: (owner: string) => string, timeoutMs: number): Promise<boolean[]> {
     const keys = leases.flatMap((lease) => [lease.key, leasesOf(lease.key)]);
     const args = [leaseMs, ...leases.flatMap((lease) => [lease.owner, slotsOf(lease.owner)])];
-    return this.settle(this.masters, ({ runner }) => runner.run(renew, keys, args), this.renewed(leases.length, `Renewal of ${leases.length} Redlock semaphore lease(s)`), timeoutMs);
+    return this.settle(this.masters, ({ runner }) => runner.run(renew, keys, args), renewed(this, leases.length, `Renewal of ${leases.length} Redlock semaphore lease(s)`), timeoutMs);
   }
 }

@@ -13,8 +13,7 @@ import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
 import { SemaphoreImpl, type SemaphoreShared } from './semaphore.ts';
 import { driftMs } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
-import { confirmHeld } from '../topology/quorum-decide.ts';
-import { splitRetryMs } from '../topology/quorum.ts';
+import { confirmHeld, splitRetryMs } from '../topology/quorum-decide.ts';
 import { answeredError, count, noQuorum, type Reply } from '../topology/quorum-replies.ts';
 import { agreed, heldSlots, mismatchOf, SlotCommands, takenBy, type MasterSlots, type SlotReplies } from './quorum-commands.ts';
 

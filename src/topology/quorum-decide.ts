@@ -1,7 +1,17 @@
-// The Redlock acquire decision, one for every kind: what a majority's answers to an attempt mean
-// (held with which token, busy for how long, no quorum), and the undo and token write-back it asks
-// of the kind.
-import { splitRetryMs } from './quorum.ts';
+// The majority's rules, one per outcome, for every kind: what the masters' answers to an attempt
+// mean (held with which token, busy for how long, no quorum, and the undo and token write-back it
+// asks of the kind), and when a re-entry, a release, a renewal and a force-release are decided.
+import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import { answeredError, count, noQuorum, pending, type Decide, type Master } from './quorum-replies.ts';
+
+/** Where the masters were split between owners, how soon to try again: a few ms, at random (no lockstep). */
+export const splitRetryMs = (): number => 2 + Math.floor(Math.random() * 10);
+
+/** The masters and their majority (a Quorum). */
+export interface Majority {
+  readonly masters: readonly Master[];
+  readonly quorum: number;
+}
 
 /** One master's answer to an attempt, as the acquire decision reads it (undefined: failed or not answered). */
 export type Vote = { readonly took: true; readonly token: number } | { readonly took: false; readonly retryMs: number; readonly holder: string };
@@ -63,4 +73,66 @@ export async function confirmHeld(taken: readonly number[], tokens: readonly num
     return { kind: 'busy', retryMs: splitRetryMs() };
   }
   return { kind: 'acquired', token, taken };
+}
+
+/** Re-entry: entered where a majority still holds it (the largest count), gone where a majority cannot. */
+export function reentry(q: Majority, what: string, lockName: string): Decide<ReenterOutcome, ReenterOutcome> {
+  const n = q.masters.length;
+  return (replies, done) => {
+    const counts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'entered' ? [reply.value.count] : []));
+    if (counts.length >= q.quorum) return { kind: 'entered', count: Math.max(...counts) };
+    if (count(replies, (reply) => reply.ok && reply.value.kind === 'gone') > n - q.quorum) return { kind: 'gone' };
+    if (!done) return undefined;
+    throw answeredError(replies) ?? noQuorum(what, q.masters, replies, lockName);
+  };
+}
+
+/**
+ * Release: released when a majority released it, or when some did and too few can answer "gone"
+ * (a hold may live on a bare majority); gone when a majority held nothing, or every master answered
+ * and none released.
+ */
+export function released(q: Majority, what: string, lockName: string): Decide<ReleaseOutcome, ReleaseOutcome> {
+  return (replies, done) => {
+    const lefts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'released' ? [reply.value.left] : []));
+    const gone = count(replies, (reply) => reply.ok && reply.value.kind === 'gone');
+    if (gone >= q.quorum) return { kind: 'gone' };
+    if (lefts.length >= q.quorum || (lefts.length > 0 && (done || gone + pending(replies) < q.quorum))) return { kind: 'released', left: Math.max(...lefts) };
+    if (!done) return undefined;
+    if (count(replies, (reply) => !reply.ok) === 0) return { kind: 'gone' };
+    throw answeredError(replies) ?? noQuorum(what, q.masters, replies, lockName);
+  };
+}
+
+/**
+ * Renewal, one flag per hold: renewed when a majority of masters renewed it (true); not renewed
+ * (false) once that can no longer happen: too few masters renewed it and too few are left to answer
+ * (refused, failed or known down). A master that answers late is waited for while its "renewed" can
+ * still make the majority: a slow master is no loss. When the batch's bound (`timeoutMs`) ends with
+ * a hold still open that way, the batch fails: the watchdog tries again, and each hold's deadline
+ * ends it if no majority renews it in time.
+ */
+export function renewed(q: Majority, holds: number, what: string): Decide<readonly boolean[], boolean[]> {
+  return (replies, done) => {
+    const flags: boolean[] = [];
+    const left = pending(replies);
+    for (let i = 0; i < holds; i++) {
+      const yes = count(replies, (reply) => reply.ok && reply.value[i] === true);
+      if (yes >= q.quorum) flags.push(true);
+      else if (yes + left < q.quorum) flags.push(false);
+      else if (done) throw noQuorum(what, q.masters, replies);
+      else return undefined;
+    }
+    return flags;
+  };
+}
+
+/** Force-release: true when some master held it; false when a majority answered that none did. */
+export function forced(q: Majority, what: string): Decide<boolean, boolean> {
+  return (replies, done) => {
+    if (!done) return undefined;
+    if (count(replies, (reply) => reply.ok && reply.value) > 0) return true;
+    if (count(replies, (reply) => reply.ok) >= q.quorum) return false;
+    throw answeredError(replies) ?? noQuorum(what, q.masters, replies);
+  };
 }

@@ -3,13 +3,11 @@
 // make the majority, within the operation's validity), and the rule of when an operation settles (a
 // failed attempt's undo, a release's write, a re-entry's new lease).
 import { randomUUID } from 'node:crypto';
-import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
+import type { ReenterOutcome } from '../runtime/hold.ts';
 import { isReplyError } from '../runtime/script.ts';
 import { noop, settledWithin } from '../runtime/waits.ts';
-import { answeredError, count, driftMs, gather, noQuorum, pending, quorumOf, SILENT_MS, type Decide, type Master, type Reply } from './quorum-replies.ts';
-
-/** Where the masters were split between owners, how soon to try again: a few ms, at random (no lockstep). */
-export const splitRetryMs = (): number => 2 + Math.floor(Math.random() * 10);
+import { reentry } from './quorum-decide.ts';
+import { count, driftMs, gather, pending, quorumOf, SILENT_MS, type Decide, type Master, type Reply } from './quorum-replies.ts';
 
 /**
  * How long, once a release is decided, the masters that have not answered its write yet are waited
@@ -26,9 +24,9 @@ const usable = (master: Master) => !master.down() && !master.runner.silentFor(SI
 
 /**
  * What the commands of every Redlock lock kind share: the masters and their majority, unique release
- * messages, the masters a release publishes on, the gate, the majority's rules for the outcomes
- * every kind has (acquired, re-entered, released, renewed, force-released), and when a failed
- * attempt's undo and a release have settled (undone, settleAll).
+ * messages, the masters a release publishes on, the gate, the settling of a call on every master
+ * by a rule (settle; the rules per outcome are quorum-decide.ts's), and when a failed attempt's
+ * undo and a release have settled (undone, settleAll).
  */
 export class Quorum {
   readonly masters: readonly Master[];
@@ -277,68 +275,6 @@ export class Quorum {
    */
   reentered(call: (master: Master) => Promise<ReenterOutcome>, leaseMs: number | undefined, what: string, lockName: string): Promise<ReenterOutcome> {
     const afterMs = leaseMs === undefined ? RELEASE_SETTLE_MS : leaseMs - driftMs(leaseMs);
-    return this.settleAll(this.masters, call, this.reentry(what, lockName), undefined, true, afterMs);
-  }
-
-  /** Re-entry: entered where a majority still holds it (the largest count), gone where a majority cannot. */
-  reentry(what: string, lockName: string): Decide<ReenterOutcome, ReenterOutcome> {
-    const n = this.masters.length;
-    return (replies, done) => {
-      const counts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'entered' ? [reply.value.count] : []));
-      if (counts.length >= this.quorum) return { kind: 'entered', count: Math.max(...counts) };
-      if (count(replies, (reply) => reply.ok && reply.value.kind === 'gone') > n - this.quorum) return { kind: 'gone' };
-      if (!done) return undefined;
-      throw answeredError(replies) ?? noQuorum(what, this.masters, replies, lockName);
-    };
-  }
-
-  /**
-   * Release: released when a majority released it, or when some did and too few can answer "gone"
-   * (a hold may live on a bare majority); gone when a majority held nothing, or every master answered
-   * and none released.
-   */
-  released(what: string, lockName: string): Decide<ReleaseOutcome, ReleaseOutcome> {
-    return (replies, done) => {
-      const lefts = replies.flatMap((reply) => (reply?.ok && reply.value.kind === 'released' ? [reply.value.left] : []));
-      const gone = count(replies, (reply) => reply.ok && reply.value.kind === 'gone');
-      if (gone >= this.quorum) return { kind: 'gone' };
-      if (lefts.length >= this.quorum || (lefts.length > 0 && (done || gone + pending(replies) < this.quorum))) return { kind: 'released', left: Math.max(...lefts) };
-      if (!done) return undefined;
-      if (count(replies, (reply) => !reply.ok) === 0) return { kind: 'gone' };
-      throw answeredError(replies) ?? noQuorum(what, this.masters, replies, lockName);
-    };
-  }
-
-  /**
-   * Renewal, one flag per hold: renewed when a majority of masters renewed it (true); not renewed
-   * (false) once that can no longer happen: too few masters renewed it and too few are left to answer
-   * (refused, failed or known down). A master that answers late is waited for while its "renewed" can
-   * still make the majority: a slow master is no loss. When the batch's bound (`timeoutMs`) ends with
-   * a hold still open that way, the batch fails: the watchdog tries again, and each hold's deadline
-   * ends it if no majority renews it in time.
-   */
-  renewed(holds: number, what: string): Decide<readonly boolean[], boolean[]> {
-    return (replies, done) => {
-      const flags: boolean[] = [];
-      const left = pending(replies);
-      for (let i = 0; i < holds; i++) {
-        const yes = count(replies, (reply) => reply.ok && reply.value[i] === true);
-        if (yes >= this.quorum) flags.push(true);
-        else if (yes + left < this.quorum) flags.push(false);
-        else if (done) throw noQuorum(what, this.masters, replies);
-        else return undefined;
-      }
-      return flags;
-    };
-  }
-
-  /** Force-release: true when some master held it; false when a majority answered that none did. */
-  forced(what: string): Decide<boolean, boolean> {
-    return (replies, done) => {
-      if (!done) return undefined;
-      if (count(replies, (reply) => reply.ok && reply.value) > 0) return true;
-      if (count(replies, (reply) => reply.ok) >= this.quorum) return false;
-      throw answeredError(replies) ?? noQuorum(what, this.masters, replies);
-    };
+    return this.settleAll(this.masters, call, reentry(this, what, lockName), undefined, true, afterMs);
   }
 }
