@@ -15,7 +15,7 @@ import type { Kinds } from './kinds/kinds.ts';
 import { quorumKinds } from './kinds/quorum.ts';
 import { redissonKinds } from './kinds/redisson.ts';
 import { relockKinds } from './kinds/relock.ts';
-import { checkIoredisModule, checkLayout, checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
+import { checkIoredisModule, checkLayout, checkMs, checkName, checkReplicas, checkOptions, checkPrefix, checkRedis, DEFAULTS, MIN_FIXED_LEASE_MS, MIN_WATCHDOG_LEASE_MS } from './validate.ts';
 
 /**
  * The events of a LockClient.
@@ -70,13 +70,14 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   constructor(options?: LockClientOptions) {
     super();
-    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'layout', 'leaseMs', 'fenceTtlMs', 'replicas', 'replicaTimeoutMs', 'ioredis']);
+    const o = checkOptions('LockClient', options, ['redis', 'prefix', 'layout', 'leaseMs', 'maxHoldMs', 'fenceTtlMs', 'replicas', 'replicaTimeoutMs', 'ioredis']);
     const ioredisModule = checkIoredisModule(o.ioredis);
     this.layout = checkLayout(o);
     const servers = Array.isArray(o.redis) ? checkServers(o.redis) : undefined;
     const redis = servers ? undefined : checkRedis(o.redis);
     this.prefix = checkPrefix(o.prefix);
     this.leaseMs = checkMs('leaseMs', o.leaseMs, MIN_WATCHDOG_LEASE_MS) ?? DEFAULTS.leaseMs;
+    const maxHoldMs = checkMs('maxHoldMs', o.maxHoldMs, MIN_FIXED_LEASE_MS);
     // Not a timer: a fence key may outlive its last acquisition by up to a year. Redisson's token key
     // never expires: 0 tells the scripts so.
     const fenceTtlMs = this.layout === 'redisson' ? 0 : (checkMs('fenceTtlMs', o.fenceTtlMs, 1, 366 * 24 * 3_600_000) ?? DEFAULTS.fenceTtlMs);
@@ -91,6 +92,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
         servers,
         clientId: this.id,
         leaseMs: this.leaseMs,
+        maxHoldMs,
         fenceTtlMs,
         events: this as EventEmitter,
         connect: ({ given }) => this.#port(given),
@@ -105,6 +107,7 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     this.#runtime = new Runtime({
       clientId: this.id,
       leaseMs: this.leaseMs,
+      maxHoldMs,
       fenceTtlMs,
       port,
       events: this as EventEmitter,

@@ -16,6 +16,8 @@ export type LockErrorCode =
   | 'ERR_LOCK_NOT_HELD'
   /** The hold ended while its code was still running. */
   | 'ERR_LOCK_LOST'
+  /** The hold reached its `maxHoldMs`: it is no longer renewed, and `lease.signal` aborted with a `LockLostError` of this code. */
+  | 'ERR_LOCK_MAX_HOLD'
   /** Redis could not be reached, or did not answer in time: the connection error is the `cause`. */
   | 'ERR_LOCK_UNREACHABLE'
   /** A key relock uses holds a value of another type: someone else's data; relock left it untouched. */
@@ -60,14 +62,14 @@ export interface LockErrorOptions {
  * ESM and the CommonJS build loaded in one process (or two installed copies of relock) have two
  * copies of every class but the same brands, so `instanceof` holds across them (undici's way).
  */
-const brands = new WeakMap<object, { readonly brand: symbol; readonly code: LockErrorCode | undefined }>();
+const brands = new WeakMap<object, { readonly brand: symbol; readonly codes: readonly LockErrorCode[] | undefined }>();
 const ordinaryHasInstance = Function.prototype[Symbol.hasInstance];
 
-/** Brands one of relock's own error classes; `code` is the code its instances always have, if fixed. */
-function brand(ErrorClass: abstract new (...args: never[]) => LockError, name: string, code?: LockErrorCode): void {
+/** Brands one of relock's own error classes; `codes`: the codes its instances may have, if fixed. */
+function brand(ErrorClass: abstract new (...args: never[]) => LockError, name: string, codes?: readonly LockErrorCode[]): void {
   const key = Symbol.for(`relock.error.${name}`);
   Object.defineProperty(ErrorClass.prototype, key, { value: true });
-  brands.set(ErrorClass, { brand: key, code });
+  brands.set(ErrorClass, { brand: key, codes });
 }
 
 /**
@@ -109,7 +111,7 @@ export class LockError extends Error {
     if (ordinaryHasInstance.call(this, value)) return true;
     const branded = brands.get(this);
     if (branded === undefined || typeof value !== 'object' || value === null) return false;
-    return (value as Record<symbol, unknown>)[branded.brand] === true && (branded.code === undefined || (value as { code?: unknown }).code === branded.code);
+    return (value as Record<symbol, unknown>)[branded.brand] === true && (branded.codes === undefined || branded.codes.includes((value as { code?: unknown }).code as LockErrorCode));
   }
 }
 brand(LockError, 'LockError');
@@ -126,7 +128,7 @@ export class LockTimeoutError extends LockError {
   override readonly name = 'LockTimeoutError';
   override readonly code = 'ERR_LOCK_TIMEOUT';
 }
-brand(LockTimeoutError, 'LockTimeoutError', 'ERR_LOCK_TIMEOUT');
+brand(LockTimeoutError, 'LockTimeoutError', ['ERR_LOCK_TIMEOUT']);
 
 /**
  * A release (or nested acquire) found that the hold is gone or belongs to another owner: it expired,
@@ -141,23 +143,27 @@ export class LockNotHeldError extends LockError {
   override readonly name = 'LockNotHeldError';
   override readonly code = 'ERR_LOCK_NOT_HELD';
 }
-brand(LockNotHeldError, 'LockNotHeldError', 'ERR_LOCK_NOT_HELD');
+brand(LockNotHeldError, 'LockNotHeldError', ['ERR_LOCK_NOT_HELD']);
 
 /**
  * The hold ended while its code was still running: the lease expired, the lock was force-unlocked,
- * or Redis could not be reached before the lease would have ended. It is the `reason` of an aborted
- * `lease.signal`.
+ * or Redis could not be reached before the lease would have ended (`ERR_LOCK_LOST`); or it reached
+ * its `maxHoldMs` (`ERR_LOCK_MAX_HOLD`). It is the `reason` of an aborted `lease.signal`.
  *
  * @example
  * ```ts
- * lease.signal.addEventListener('abort', () => console.warn(lease.signal.reason.message));
+ * lease.signal.addEventListener('abort', () => console.warn(lease.signal.reason.code, lease.signal.reason.message));
  * ```
  */
 export class LockLostError extends LockError {
   override readonly name = 'LockLostError';
-  override readonly code = 'ERR_LOCK_LOST';
+  declare readonly code: 'ERR_LOCK_LOST' | 'ERR_LOCK_MAX_HOLD';
+
+  constructor(message: string, options?: Omit<LockErrorOptions, 'code'> & { code?: 'ERR_LOCK_LOST' | 'ERR_LOCK_MAX_HOLD' | undefined }) {
+    super(message, { ...options, code: options?.code ?? 'ERR_LOCK_LOST' });
+  }
 }
-brand(LockLostError, 'LockLostError', 'ERR_LOCK_LOST');
+brand(LockLostError, 'LockLostError', ['ERR_LOCK_LOST', 'ERR_LOCK_MAX_HOLD']);
 
 /**
  * The error of an acquire (or a latch's wait) called after `close()`: a `LockError`

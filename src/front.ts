@@ -15,11 +15,18 @@ export interface Taking {
   readonly trace?: AcquireTraceContext | undefined;
 }
 
+/** A lease whose hold can be bounded (maxHoldMs): LeaseImpl and a multi-lock's lease. */
+interface Bounded {
+  holdAtMost?(maxHoldMs: number): void;
+}
+
 /** Who takes: the traced name, kind and client, and how. `E` is what a kind checks of its own options. */
 export interface Taker<L extends { readonly fencingToken: number }, E> {
   readonly name: string;
   readonly kind: LockKind;
   readonly clientId: string;
+  /** The client's `maxHoldMs`, for an acquire that sets none. */
+  readonly maxHoldMs: number | undefined;
   /** The client's topology and layout, for the trace. */
   readonly traits: ClientTraits;
   /** The kind's own option names (a semaphore's `permits`). */
@@ -32,12 +39,13 @@ export interface Taker<L extends { readonly fencingToken: number }, E> {
 /** acquire(options): checked, then traced; a bad argument rejects before any I/O. */
 export function frontAcquire<L extends { readonly fencingToken: number }, E>(taker: Taker<L, E>, options: unknown): Promise<L> {
   try {
-    const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'signal', ...(taker.extra ?? [])]);
+    const o = checkOptions('acquire()', options, ['waitMs', 'leaseMs', 'maxHoldMs', 'signal', ...(taker.extra ?? [])]);
     const waitMs = checkWaitMs(o.waitMs);
     const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+    const maxHoldMs = checkMs('maxHoldMs', o.maxHoldMs, MIN_FIXED_LEASE_MS) ?? taker.maxHoldMs;
     const signal = checkSignal(o.signal);
     const extra = taker.check(o);
-    return traceAcquire(taker, false, (trace) => taker.take({ waitMs, leaseMs, signal, trace }, extra));
+    return traceAcquire(taker, false, (trace) => bounded(taker.take({ waitMs, leaseMs, signal, trace }, extra), maxHoldMs));
   } catch (error) {
     return Promise.reject(error);
   }
@@ -45,15 +53,23 @@ export function frontAcquire<L extends { readonly fencingToken: number }, E>(tak
 
 /** tryAcquire(options): one attempt, null when it is held. */
 export async function frontTryAcquire<L extends { readonly fencingToken: number }, E>(taker: Taker<L, E>, options: unknown): Promise<L | null> {
-  const o = checkOptions('tryAcquire()', options, ['leaseMs', ...(taker.extra ?? [])]);
+  const o = checkOptions('tryAcquire()', options, ['leaseMs', 'maxHoldMs', ...(taker.extra ?? [])]);
   const leaseMs = checkMs('leaseMs', o.leaseMs, MIN_FIXED_LEASE_MS);
+  const maxHoldMs = checkMs('maxHoldMs', o.maxHoldMs, MIN_FIXED_LEASE_MS) ?? taker.maxHoldMs;
   const extra = taker.check(o);
   try {
-    return await traceAcquire(taker, true, (trace) => taker.take({ waitMs: 0, leaseMs, signal: undefined, trace }, extra));
+    return await traceAcquire(taker, true, (trace) => bounded(taker.take({ waitMs: 0, leaseMs, signal: undefined, trace }, extra), maxHoldMs));
   } catch (error) {
     if (error instanceof LockTimeoutError) return null;
     throw error;
   }
+}
+
+/** The lease, its hold bounded to `maxHoldMs` when one is set. */
+async function bounded<L>(taking: Promise<L>, maxHoldMs: number | undefined): Promise<L> {
+  const lease = await taking;
+  if (maxHoldMs !== undefined) (lease as Bounded).holdAtMost?.(maxHoldMs);
+  return lease;
 }
 
 /** runExclusive(fn, options): `fn` under a lease in its own context, released however it ends. */

@@ -73,6 +73,14 @@ export class LeaseImpl implements Lease {
     return this.#hold.run(fn);
   }
 
+  /**
+   * Bounds the hold to `maxHoldMs`: from its acquisition for a first hold, from now for a nested one
+   * (the earliest end of the two wins: they share the hold).
+   */
+  holdAtMost(maxHoldMs: number): void {
+    this.#hold.endBy(maxHoldMs, this.holdCount > 1);
+  }
+
   /** Gives the whole hold back, even after close(): its acquire gave up, so nobody owns it. Errors are swallowed. */
   giveBack(): void {
     this.#released = true;

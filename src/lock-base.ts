@@ -48,7 +48,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     this.#kind = kind;
     this.#keys = keys;
     this.#reads = reads;
-    this.#taker = { name, kind, clientId: runtime.clientId, traits: runtime.traits, check: () => undefined, take: (t) => this.#take(t.waitMs, t.leaseMs, t.signal, t.trace) };
+    this.#taker = { name, kind, clientId: runtime.clientId, traits: runtime.traits, maxHoldMs: runtime.maxHoldMs, check: () => undefined, take: (t) => this.#take(t.waitMs, t.leaseMs, t.signal, t.trace) };
     identities.set(this, { runtime, key: keys.lock, name, kind });
   }
 

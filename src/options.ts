@@ -54,6 +54,14 @@ export interface LockClientOptions {
    */
   leaseMs?: number | undefined;
   /**
+   * The longest, in milliseconds, any hold of this client may last (each acquire may set its own):
+   * at that time the watchdog stops renewing it and `lease.signal` aborts with a `LockLostError` of
+   * code `ERR_LOCK_MAX_HOLD`, before Redis can expire it (the lock frees within one `leaseMs`). A
+   * bound for callers that forget to release or hang. See docs/guarantees.md#holds-that-end.
+   * @default undefined (no bound)
+   */
+  maxHoldMs?: number | undefined;
+  /**
    * How long, in milliseconds, a lock's fencing-token key outlives its last acquisition. Tokens keep
    * increasing after it expires (they are floored at Redis TIME in microseconds); while it lives they
    * keep increasing even if the Redis clock steps back. Not with `layout: 'redisson'`, whose token key
@@ -110,6 +118,13 @@ export interface AcquireOptions {
    * @default undefined (watchdog, renewing the client's `leaseMs`)
    */
   leaseMs?: number | undefined;
+  /**
+   * The longest this hold may last, in milliseconds from its acquisition: then it is no longer
+   * renewed and `lease.signal` aborts with a `LockLostError` of code `ERR_LOCK_MAX_HOLD`. Nested
+   * acquisitions share one hold: the earliest end set wins.
+   * @default the client's `maxHoldMs` (no bound)
+   */
+  maxHoldMs?: number | undefined;
   /** Cancels the wait: the acquire rejects with `signal.reason`. It does not release a lock already held. */
   signal?: AbortSignal | undefined;
 }
@@ -125,6 +140,8 @@ export interface AcquireOptions {
 export interface TryAcquireOptions {
   /** A fixed lease in milliseconds; omitted, the watchdog keeps the hold alive. @default undefined */
   leaseMs?: number | undefined;
+  /** The longest this hold may last, as `AcquireOptions.maxHoldMs`. @default the client's `maxHoldMs` */
+  maxHoldMs?: number | undefined;
 }
 
 /**

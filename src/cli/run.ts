@@ -11,7 +11,7 @@ import { closeWithin, exitCodeOf, say } from './report.ts';
 import { marginMs } from '../runtime/renewable.ts';
 import { DEFAULTS } from '../validate.ts';
 
-export const RUN_USAGE = 'relock run <name> [--wait <ms>] [--lease <ms> | --keep <ms>] [--redis <url>] [options] -- <command> [args...]';
+export const RUN_USAGE = 'relock run <name> [--wait <ms>] [--lease <ms> | --keep <ms>] [--at-most <ms>] [--redis <url>] [options] -- <command> [args...]';
 
 export const RUN_HELP = `Usage: ${RUN_USAGE}
 
@@ -30,6 +30,8 @@ Options:
   --keep <ms>        instead of the watchdog: a fixed lease of <ms>, not released when the command
                      exits, so the lock stays taken until <ms> after it was acquired (for jobs that
                      must run once per window); the command gets SIGTERM if it is still running then
+  --at-most <ms>     the longest the command may hold the lock: then the lock is no longer renewed
+                     and the command gets SIGTERM, as for a lost lock (exit 70)
   --kill-after <ms>  after a lost lock, SIGKILL the command if it has not exited <ms> after the
                      SIGTERM (default: half the time between the loss signal and the lease's end
                      on Redis, a twentieth of the lease, at most 500; a longer one lets the command
@@ -56,6 +58,8 @@ interface RunOptions {
   waitMs: number;
   leaseMs: number | undefined;
   keepMs: number | undefined;
+  /** --at-most: the hold's maxHoldMs. */
+  atMostMs: number | undefined;
   /** Given by --kill-after; else half of marginMs(lease) (see killAfterOf). */
   killAfterMs: number | undefined;
   quiet: boolean;
@@ -68,6 +72,7 @@ export function parseRun(argv: string[]): RunOptions | null {
     wait: { type: 'string' },
     lease: { type: 'string' },
     keep: { type: 'string' },
+    'at-most': { type: 'string' },
     'kill-after': { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
   });
@@ -90,6 +95,7 @@ export function parseRun(argv: string[]): RunOptions | null {
     waitMs: msOption('--wait', values.wait, 0, true) ?? 0,
     leaseMs: msOption('--lease', values.lease, MIN_WATCHDOG_LEASE_MS),
     keepMs: msOption('--keep', values.keep, MIN_FIXED_LEASE_MS),
+    atMostMs: msOption('--at-most', values['at-most'], MIN_FIXED_LEASE_MS),
     killAfterMs: msOption('--kill-after', values['kill-after'], 0),
     quiet: values.quiet ?? false,
   };
@@ -132,7 +138,12 @@ export async function run(o: RunOptions): Promise<number> {
   try {
     let lease: Lease;
     try {
-      lease = await lock.acquire({ waitMs: o.waitMs, signal: stop.signal, ...(o.keepMs === undefined ? {} : { leaseMs: o.keepMs }) });
+      lease = await lock.acquire({
+        waitMs: o.waitMs,
+        signal: stop.signal,
+        ...(o.keepMs === undefined ? {} : { leaseMs: o.keepMs }),
+        ...(o.atMostMs === undefined ? {} : { maxHoldMs: o.atMostMs }),
+      });
     } catch (error) {
       if (stoppedBy) return 128 + constants.signals[stoppedBy];
       if ((error as LockError).code === 'ERR_LOCK_TIMEOUT') {
@@ -172,8 +183,9 @@ export async function run(o: RunOptions): Promise<number> {
     lease.signal.removeEventListener('abort', onLost);
     clearTimeout(killTimer);
     // --keep: the fixed lease ends by itself; releasing it would let a late node run the job again
-    // (unless the command never ran).
-    if ((o.keepMs === undefined || 'error' in end) && !lost) {
+    // (unless the command never ran). After --at-most the key is still this owner's: released.
+    const overHeld = (lease.signal.reason as LockError | undefined)?.code === 'ERR_LOCK_MAX_HOLD';
+    if ((o.keepMs === undefined || 'error' in end) && (!lost || overHeld)) {
       try {
         await lease.release();
       } catch (error) {

@@ -128,6 +128,11 @@ class QueuedHold extends Hold {
     return this.quorum.signal;
   }
 
+  /** maxHoldMs bounds the quorum hold, the one the watchdog renews: its loss is this hold's. */
+  override endBy(maxHoldMs: number, nested: boolean): void {
+    this.quorum.endBy(maxHoldMs, nested);
+  }
+
   /** The quorum hold's loss, checked against its local deadline now. */
   override check(): LockLostError | undefined {
     this.endedWith(this.quorum.check());

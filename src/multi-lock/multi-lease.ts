@@ -63,6 +63,11 @@ export class MultiLeaseImpl implements MultiLease {
     return Math.min(...this.#sorted.map((lease) => lease.holdCount));
   }
 
+  /** Bounds every member's hold to `maxHoldMs` (the multi-lock's acquire option). */
+  holdAtMost(maxHoldMs: number): void {
+    for (const lease of this.#sorted) (lease as { holdAtMost?(ms: number): void }).holdAtMost?.(maxHoldMs);
+  }
+
   /** Aborts, with that member's LockLostError, when any member is lost. Made at the first read. */
   get signal(): AbortSignal {
     this.#signal ??= AbortSignal.any(this.#sorted.map((lease) => lease.signal));

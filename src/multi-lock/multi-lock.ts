@@ -61,7 +61,7 @@ export class MultiLockImpl implements MultiLock {
     this.#members = checkMembers(locks, runtime);
     this.#runtime = runtime;
     this.name = joinNames(locks);
-    this.#taker = { name: this.name, kind: 'multi-lock', clientId: runtime.clientId, traits: runtime.traits, check: () => undefined, take: (t) => this.#take(t.waitMs, t.leaseMs, t.signal) };
+    this.#taker = { name: this.name, kind: 'multi-lock', clientId: runtime.clientId, traits: runtime.traits, maxHoldMs: runtime.maxHoldMs, check: () => undefined, take: (t) => this.#take(t.waitMs, t.leaseMs, t.signal) };
   }
 
   acquire(options?: AcquireOptions): Promise<MultiLease> {

@@ -117,10 +117,19 @@ export class Hold implements Renewable {
 
   /** The loss, checked against the local deadline now: after a long event-loop block the timer may not have fired yet. */
   check(): LockLostError | undefined {
-    if (!this.lost && this.held && this.#runtime.watchdog.clock.now() >= this.deadline) {
-      this.#runtime.watchdog.lose(this, new LockLostError(`Lock "${this.name}" reached the end of its lease`, { lockName: this.name }));
-    }
+    if (this.lost || !this.held) return this.lost;
+    const { watchdog } = this.#runtime;
+    const now = watchdog.clock.now();
+    const overHeld = watchdog.overHeld(this, now);
+    if (overHeld) watchdog.lose(this, overHeld);
+    else if (now >= this.deadline) watchdog.lose(this, new LockLostError(`Lock "${this.name}" reached the end of its lease`, { lockName: this.name }));
     return this.lost;
+  }
+
+  /** Ends the hold `maxHoldMs` after its acquisition (`nested`: after now) at the latest (see Watchdog.endBy). */
+  endBy(maxHoldMs: number, nested: boolean): void {
+    const { watchdog } = this.#runtime;
+    watchdog.endBy(this, (nested ? watchdog.clock.now() : this.#acquiredAt) + maxHoldMs, maxHoldMs);
   }
 
   get signal(): AbortSignal {

@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   readonly clientId: string;
   readonly leaseMs: number;
   readonly fenceTtlMs: number;
+  /** The client's `maxHoldMs`: how long a hold may last when its acquire sets none (undefined: no bound). */
+  readonly maxHoldMs?: number | undefined;
   /** The command connection (on a Redlock client, the first master's). */
   readonly port: RedisPort;
   /** Opens the subscriber connection at the first wait (default: the port's; a Redlock client's fans out over its masters). */
@@ -93,6 +95,8 @@ function transportOf(port: RedisPort, sharded: () => Promise<boolean>, openSubsc
 export class Runtime {
   readonly clientId: string;
   readonly leaseMs: number;
+  /** The client's `maxHoldMs` (undefined: no bound). */
+  readonly maxHoldMs: number | undefined;
   readonly fenceTtlMs: number;
   /** The topology and layout the diagnostics channels tell of (made once). */
   readonly traits: ClientTraits;
@@ -124,6 +128,7 @@ export class Runtime {
     this.clientId = options.clientId;
     this.leaseMs = options.leaseMs;
     this.fenceTtlMs = options.fenceTtlMs;
+    this.maxHoldMs = options.maxHoldMs;
     this.#owners = options.numberedOwners ? 0 : undefined;
     const { port } = options;
     this.#servers = options.servers ?? [{ port }];

@@ -22,6 +22,9 @@ function renewalBoundMs(leaseMs: number): number {
 /** What the watchdog decides of a hold: when it counts as lost, and whether it is still renewed. */
 interface Tracked {
   deadline: number;
+  /** maxHoldMs: clock.now() at which the hold ends whatever its lease, and that bound (Infinity: none). */
+  endsAt: number;
+  maxHoldMs: number;
   /** The margin its deadline keeps before the lease ends on Redis: the most the loss may come earlier for a late loop. */
   marginMs: number;
   renewing: boolean;
@@ -94,7 +97,7 @@ export class Watchdog {
 
   #record(hold: Renewable): Tracked {
     let record = this.#records.get(hold);
-    if (!record) this.#records.set(hold, (record = { deadline: Number.POSITIVE_INFINITY, marginMs: 0, renewing: hold.renewable }));
+    if (!record) this.#records.set(hold, (record = { deadline: Number.POSITIVE_INFINITY, endsAt: Number.POSITIVE_INFINITY, maxHoldMs: 0, renewing: hold.renewable, marginMs: 0 }));
     return record;
   }
 
@@ -137,6 +140,25 @@ export class Watchdog {
     if (sentAt + leaseMs - marginMs <= record.deadline) return;
     record.deadline = sentAt + leaseMs - marginMs;
     record.marginMs = marginMs;
+  }
+
+  /**
+   * Ends the hold at `at` (clock.now()) at the latest, `maxHoldMs` after its acquisition: it is not
+   * renewed after that and is lost then with ERR_LOCK_MAX_HOLD. Never later than an end set before.
+   */
+  endBy(hold: Renewable, at: number, maxHoldMs: number): void {
+    const record = this.#record(hold);
+    if (at >= record.endsAt) return;
+    record.endsAt = at;
+    record.maxHoldMs = maxHoldMs;
+    this.#wakeBy(at);
+  }
+
+  /** The loss of a hold past its maxHoldMs at `now`, or undefined. */
+  overHeld(hold: Renewable, now: number): LockLostError | undefined {
+    const record = this.#records.get(hold);
+    if (!record || now < record.endsAt) return undefined;
+    return new LockLostError(`Lock "${hold.name}" reached its maxHoldMs (${record.maxHoldMs} ms): it is no longer renewed`, { lockName: hold.name, code: 'ERR_LOCK_MAX_HOLD' });
   }
 
   /** When the hold counts as lost: its deadline, earlier by the loop's recent lateness (at most its margin). */
@@ -204,7 +226,7 @@ export class Watchdog {
 
   /** When the watchdog must look at this hold next. */
   #due(hold: Renewable): number {
-    const deadline = hold.held ? this.#lossAt(hold) : Number.POSITIVE_INFINITY;
+    const deadline = hold.held ? Math.min(this.#lossAt(hold), this.#records.get(hold)?.endsAt ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY;
     return this.renews(hold) ? Math.min(deadline, this.#nextRenewalAt) : deadline;
   }
 
@@ -225,7 +247,9 @@ export class Watchdog {
     this.#timerAt = Number.POSITIVE_INFINITY;
     this.#timerDueAt = Number.POSITIVE_INFINITY;
     for (const hold of this.#holds) {
-      if (hold.held && now >= this.#lossAt(hold)) {
+      const overHeld = hold.held ? this.overHeld(hold, now) : undefined;
+      if (overHeld) this.lose(hold, overHeld);
+      else if (hold.held && now >= this.#lossAt(hold)) {
         const ended = this.renews(hold) ? 'could not be renewed before its lease ended' : 'reached the end of its lease';
         this.lose(hold, new LockLostError(`Lock "${hold.name}" ${ended}`, { lockName: hold.name }));
       }

@@ -80,6 +80,7 @@ export class SemaphoreImpl implements Semaphore {
       kind: 'semaphore',
       clientId: shared.runtime.clientId,
       traits: shared.runtime.traits,
+      maxHoldMs: shared.runtime.maxHoldMs,
       extra: ['permits'],
       check: (o) => this.#wanted(o.permits),
       take: (t, permits) => this.#take(t.waitMs, t.leaseMs, t.signal, permits),

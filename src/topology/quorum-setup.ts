@@ -27,6 +27,7 @@ export interface RedlockSetupOptions {
   readonly servers: readonly RedlockServer[];
   readonly clientId: string;
   readonly leaseMs: number;
+  readonly maxHoldMs?: number | undefined;
   readonly fenceTtlMs: number;
   readonly events: EventEmitter;
   /** The port of one master: over the client passed in, or over one the LockClient makes and owns. */
@@ -46,6 +47,7 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
   const runtime: Runtime = new Runtime({
     clientId: options.clientId,
     leaseMs: options.leaseMs,
+    maxHoldMs: options.maxHoldMs,
     fenceTtlMs: options.fenceTtlMs,
     port: ports[0]!,
     servers: ports.map((port, i) => ({ port, label: options.servers[i]!.label })),

@@ -296,6 +296,8 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
         ['signal not an AbortSignal', () => lock.acquire({ signal: {} as never }), TypeError, '`signal`'],
         ['tryAcquire waitMs', () => lock.tryAcquire({ waitMs: 0 } as never), TypeError, '`waitMs`'],
         ['tryAcquire leaseMs negative', () => lock.tryAcquire({ leaseMs: -5 }), RangeError, '`-5`'],
+        ['maxHoldMs zero', () => lock.acquire({ maxHoldMs: 0 }), RangeError, '`maxHoldMs`'],
+        ['tryAcquire maxHoldMs a string', () => lock.tryAcquire({ maxHoldMs: '1' as never }), TypeError, '`maxHoldMs`'],
         ['runExclusive without fn', () => lock.runExclusive(undefined as never), TypeError, '`fn`'],
         ['runExclusive with bad options', () => lock.runExclusive(() => 1, { waitMs: -1 }), RangeError, '`waitMs`'],
       ];
@@ -456,6 +458,33 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
       assert.instance(await rejects(lease.release()), LockNotHeldError);
       assert.ok(await theirs!.isLocked(), 'the late release left the next holder alone');
       await next.release();
+    });
+
+    it('ends a hold at its maxHoldMs: renewal stops, the signal aborts with ERR_LOCK_MAX_HOLD, the lock frees within a lease', async () => {
+      // `fast` renews every 100 ms: without the bound, this hold would last for ever.
+      const [mine, theirs] = rivals(fast, s.other);
+      const startedAt = performance.now();
+      const lease = await mine!.acquire({ maxHoldMs: 400 });
+      const reason = await aborted(lease.signal, 3_000, 'the end of maxHoldMs');
+      assert.ok(performance.now() - startedAt >= 395, `not before maxHoldMs (${Math.round(performance.now() - startedAt)} ms)`);
+      assert.instance(reason, LockLostError);
+      assert.is((reason as LockLostError).code, 'ERR_LOCK_MAX_HOLD');
+      // Not renewed any more: it ends with its 300 ms lease, and another client gets in.
+      const next = await within(theirs!.acquire({ waitMs: 3_000 }), 4_000, 'the next holder once the lease ended');
+      assert.instance(await rejects(lease.release()), LockNotHeldError);
+      await next.release();
+    });
+
+    it("bounds every hold by the client's maxHoldMs; an acquire's own may shorten it, and release() within it frees the lock at once", async () => {
+      const bounded = s.f.client({ ...clientOptions, leaseMs: 300, maxHoldMs: 500 });
+      const [mine, theirs] = rivals(bounded, s.other);
+      const lease = await mine!.acquire();
+      assert.is((await aborted(lease.signal, 3_000, "the end of the client's maxHoldMs")).code, 'ERR_LOCK_MAX_HOLD');
+      await within(theirs!.acquire({ waitMs: 3_000 }), 4_000, 'the next holder').then((next) => next.release());
+      const short = await mine!.acquire({ maxHoldMs: 200 });
+      await short.release();
+      assert.not.ok(short.signal.aborted, 'released before its bound');
+      assert.not.ok(await mine!.isLocked());
     });
 
     // --- forceUnlock and loss

@@ -191,20 +191,25 @@ export function semaphoreContract(label: string, start: () => Promise<ContractSe
       assert.is(await sem!.availablePermits(), 1);
     });
 
-    it('runExclusive rejects with LockLostError when the lease ended while fn ran', async () => {
-      const [sem] = semaphores(s.client);
-      const error = await rejects(
-        sem!.runExclusive(
-          async (lease) => {
+    // A fixed lease that ends, and a watchdog hold cut at maxHoldMs (released by runExclusive at once: still this owner's on Redis).
+    for (const [options, code] of [
+      [{ leaseMs: 200 }, 'ERR_LOCK_LOST'],
+      [{ maxHoldMs: 200 }, 'ERR_LOCK_MAX_HOLD'],
+    ] as const) {
+      it(`runExclusive rejects with LockLostError ${code} when ${Object.keys(options)[0]} ended while fn ran, and the permit comes back`, async () => {
+        const [sem, theirs] = semaphores(s.client, s.other);
+        const error = await rejects(
+          sem!.runExclusive(async (lease) => {
             await within(new Promise((resolve) => lease.signal.addEventListener('abort', resolve, { once: true })), 2_000, 'the end of the lease');
             return 'done';
-          },
-          { leaseMs: 200 },
-        ),
-      );
-      assert.instance(error, LockLostError);
-      assert.is(await sem!.availablePermits(), 1);
-    });
+          }, options),
+        );
+        assert.instance(error, LockLostError);
+        assert.is((error as LockLostError).code, code);
+        await eventually(async () => (await sem!.availablePermits()) === 1, 'the permit back', 1_000);
+        await (await theirs!.acquire({ waitMs: 0 })).release();
+      });
+    }
 
     it('counts permits exactly at the largest limit it takes, read from another client too', async () => {
       // Integer replies near 2^53 are read through a float by some clients: counts travel as digits.

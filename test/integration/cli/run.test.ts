@@ -82,6 +82,17 @@ describe('relock run', (it) => {
     assert.match(ended.stderr, /was lost .*exited with code 5/s);
   });
 
+  it('sends the command SIGTERM at --at-most, and exits 70; the lock is released when the command ends', async () => {
+    const name = uniqueName('cli');
+    const run = start(['run', name, '--lease', '1500', '--at-most', '400', '--kill-after', '1000', '--', ...patient], env);
+    await run.printed('ready');
+    const ended = await run.ended;
+    assert.is(ended.code, 70);
+    assert.is(ended.stdout, 'ready\nhandled SIGTERM\n');
+    assert.match(ended.stderr, /reached its maxHoldMs \(400 ms\)/);
+    assert.is(await f.admin.exists(`relock:{${name}}`), 0);
+  });
+
   it('sends SIGKILL --kill-after ms after the SIGTERM of a lost lock when the command ignores it', async () => {
     const name = uniqueName('cli');
     const run = start(['run', name, '--lease', '1500', '--kill-after', '200', '--', ...node(`process.on('SIGTERM', () => console.log('ignored')); console.log('ready'); setInterval(() => {}, 1000)`)], env);

@@ -309,6 +309,16 @@ describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
         return rejects(lock.runExclusive(() => s.other.lock(lock.name).forceUnlock()));
       },
     ],
+    ERR_LOCK_MAX_HOLD: [
+      "lease.signal's reason, a lease held past acquire({ maxHoldMs })",
+      async () => {
+        const lock = s.client.lock(uniqueName());
+        const lease = await lock.acquire({ maxHoldMs: 100 });
+        await new Promise((resolve) => lease.signal.addEventListener('abort', resolve, { once: true }));
+        await lease.release();
+        return lease.signal.reason;
+      },
+    ],
     ERR_LOCK_UNREACHABLE: [
       'tryAcquire() when nothing listens on the port',
       async () => {
