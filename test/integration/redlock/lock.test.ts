@@ -127,6 +127,10 @@ describe('Redlock: new LockClient({ redis: [a, b, c] })', (it) => {
       // master, and the one answered first queues first).
       const waits = [b.lock(name).acquire(), b.lock(name).acquire()];
       await eventually(() => b.waiting === 2, 'two queued');
+      // Subscribed on every master before the release: a copy published before its SUBSCRIBE landed
+      // is not heard, and without a majority of copies the head gets in by its re-check instead.
+      const channel = `${lockKey(name)}:released`;
+      await eventually(async () => (await Promise.all(m.admins.map(async (admin) => Number(((await admin.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1])))).every((n) => n >= 1), 'subscribed on every master', 2_000);
       await held.release();
       const head = await within(Promise.race(waits.map((wait, i) => wait.then((lease) => ({ lease, i })))), 2_000, 'the head');
       await sleep(200);
