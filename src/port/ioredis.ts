@@ -168,6 +168,9 @@ export function clusterTopology(cluster: unknown): Topology {
   };
 }
 
+/** Clients passed in whose errors are recorded (one listener each, however many ports use them). */
+const recording = new WeakSet<object>();
+
 /**
  * The port over an ioredis `Redis` or `Cluster`. `onError` hears the errors of the connections this
  * port opens (and of `redis` itself when `owned`: relock made it); `owned` connections are closed
@@ -175,8 +178,16 @@ export function clusterTopology(cluster: unknown): Topology {
  */
 export function ioredisPort(redis: RedisClient, owned: boolean, onError: (error: Error) => void): RedisPort {
   const watch = watchConnection(redis);
-  const listen = (connection: RedisClient) => reporting(connection, onError, (error) => (watchConnection(connection).lastError = error));
+  const record = (connection: RedisClient) => (error: Error) => (watchConnection(connection).lastError = error);
+  const listen = (connection: RedisClient) => reporting(connection, onError, record(connection));
   if (owned) listen(redis);
+  // A client passed in whose errors its owner already listens to: its last error is recorded too (a
+  // down master of a Redlock client is named by its refused connection, not by "reconnecting"). One
+  // without a listener is left alone: a listener of ours would silence ioredis's unhandled-error warning.
+  else if ((redis as unknown as { listenerCount(event: string): number }).listenerCount('error') > 0 && !recording.has(redis)) {
+    recording.add(redis);
+    (redis as unknown as { on(event: 'error', listener: (error: Error) => void): unknown }).on('error', record(redis));
+  }
   const cluster = redis.isCluster === true;
   const c = redis as unknown as ClusterLike;
   const topology = cluster ? clusterTopology(redis) : undefined;
