@@ -132,4 +132,24 @@ export default [
       { file: 'dist/otel.d.cts', format: 'es' },
     ],
   },
+  // relock/node-cron (src/node-cron/): its own bundles; it imports nothing of node-cron, nor of relock
+  // but types (it calls the LockClient it is given).
+  {
+    input: 'src/node-cron/index.ts',
+    external: isExternal,
+    plugins: [transpile()],
+    output: [
+      { file: 'dist/node-cron.mjs', format: 'es' },
+      { file: 'dist/node-cron.cjs', format: 'cjs', exports: 'named' },
+    ],
+  },
+  {
+    input: 'src/node-cron/index.ts',
+    external: isExternal,
+    plugins: [dts({ tsconfig: 'tsconfig.json' })],
+    output: [
+      { file: 'dist/node-cron.d.mts', format: 'es' },
+      { file: 'dist/node-cron.d.cts', format: 'es' },
+    ],
+  },
 ];

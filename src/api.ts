@@ -190,3 +190,38 @@ export interface CountDownLatch {
    */
   wait(options?: LatchWaitOptions): Promise<void>;
 }
+
+/**
+ * What `job.run()` resolved to: the job ran here and `fn` returned `value`, or it did not run: `held`,
+ * a run is under way (here or elsewhere); `window`, a run started within the last `atLeastMs`.
+ */
+export type JobResult<T> = { readonly ran: true; readonly value: T } | { readonly ran: false; readonly reason: 'held' | 'window' };
+
+/**
+ * A job run at most once per window across every process: get one from `client.job(name, options)`
+ * (cheap, no I/O). Its lock is `client.lock(name)`'s, so a `relock run` of the same name excludes it too.
+ *
+ * @example
+ * ```ts
+ * const report = client.job('nightly-report', { atLeastMs: 60_000, atMostMs: 600_000 });
+ * cron.schedule('0 3 * * *', async () => {
+ *   const result = await report.run((lease) => buildReport({ signal: lease.signal }));
+ *   if (!result.ran) log.info(`nightly report: ${result.reason}`);
+ * });
+ * ```
+ */
+export interface Job {
+  /** The job's name: its lock's. */
+  readonly name: string;
+  /**
+   * Runs `fn(lease)` when the job is free, without waiting: otherwise resolves `{ ran: false, reason }`
+   * at once. The lease is renewed by the watchdog while `fn` runs, for at most `atMostMs` (then its
+   * `signal` aborts with `ERR_LOCK_MAX_HOLD`); when `fn` ends (returns or throws) the lock stays taken
+   * until `atLeastMs` after the start, by Redis's clock. Called inside a run of the same job (its
+   * async context), resolves `{ ran: false, reason: 'held' }`.
+   * @throws whatever `fn` threw (the window is kept all the same); {LockLostError} when the lease was
+   *   lost while `fn` ran (`ERR_LOCK_MAX_HOLD` when it was cut at `atMostMs`): another node may run the job meanwhile;
+   *   {LockError} `ERR_LOCK_UNREACHABLE` when Redis could not be reached; {TypeError} when `fn` is not a function.
+   */
+  run<T>(fn: (lease: Lease) => T | Promise<T>): Promise<JobResult<T>>;
+}

@@ -1,13 +1,15 @@
 // LockClient: owns the connections it made and the Runtime; the factories of every lock kind.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { CountDownLatch, Lock, ReadWriteLock, Semaphore } from './api.ts';
+import type { CountDownLatch, Job, Lock, ReadWriteLock, Semaphore } from './api.ts';
 import { portOf } from './port/clients.ts';
 import { useIoredis } from './port/ioredis-connection.ts';
 import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
-import type { AnyRedisClient, Layout, LockClientOptions, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
+import { checkJobOptions } from './job/job.ts';
+import type { LockBase } from './lock-base.ts';
+import type { AnyRedisClient, JobOptions, Layout, LockClientOptions, LockOptions, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
 import { checkServers } from './topology/quorum-servers.ts';
 import { createRedlock } from './topology/quorum-setup.ts';
 import { Runtime } from './runtime/runtime.ts';
@@ -131,10 +133,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * A lock by name. Cheap: no I/O, and two calls with one name give locks that share everything.
    * On a Redlock client (`redis` given as an array of masters) it is a quorum lock (docs/redlock.md).
    * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
-   * @throws {TypeError | RangeError} for a bad name.
+   * @param options `maxHoldMs`: the longest a hold of this lock may last (see {@link LockOptions})
+   * @throws {TypeError | RangeError} for a bad name or options.
    */
-  lock(name: string): Lock {
-    return this.#kinds.lock(this.prefix, checkName(name));
+  lock(name: string, options?: LockOptions): Lock {
+    return bounded(this.#kinds.lock(this.prefix, checkName(name)), options);
   }
 
   /**
@@ -145,7 +148,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * short and fair under contention (see docs/fair-lock.md). Its keys are apart from `lock(name)`'s:
    * the two never exclude each other. Cheap: no I/O.
    * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
-   * @throws {TypeError | RangeError} for a bad name.
+   * @param options `maxHoldMs`: the longest a hold of this lock may last (see {@link LockOptions})
+   * @throws {TypeError | RangeError} for a bad name or options.
    * On a Redis Cluster it needs sharded pub/sub (Redis 7 or later): on an older Cluster its acquires
    * reject with `ERR_LOCK_UNSUPPORTED` (PUBLISH counts the receivers of one node only).
    * On a Redlock client the order is kept by one master (the gate) and the exclusion by a quorum
@@ -156,8 +160,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * await queue.runExclusive(() => print(job)); // served in arrival order across processes
    * ```
    */
-  fairLock(name: string): Lock {
-    return this.#kinds.fairLock(this.prefix, checkName(name));
+  fairLock(name: string, options?: LockOptions): Lock {
+    return bounded(this.#kinds.fairLock(this.prefix, checkName(name)), options);
   }
 
   /**
@@ -239,6 +243,25 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     return this.#kinds.countDownLatch(this.prefix, checkName(name));
   }
 
+  /**
+   * A job by name, run at most once per window across every process (ShedLock's semantics):
+   * `job.run(fn)` never waits; it runs `fn(lease)` when the job is free, cuts it at `atMostMs`, and
+   * keeps the lock taken until `atLeastMs` after the run's start, by Redis's clock, so nodes whose
+   * timers fire apart run it once. Its lock is `lock(name)`'s. Cheap: no I/O. See docs/jobs.md.
+   * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
+   * @param options `atMostMs` (required) and `atLeastMs` (default 0, at most `atMostMs`)
+   * @throws {TypeError | RangeError} for a bad name or options; {LockError} `ERR_LOCK_UNSUPPORTED` on
+   *   a Redlock client and in the Redisson layout (docs/jobs.md says why).
+   * @example
+   * ```ts
+   * const report = client.job('nightly-report', { atLeastMs: 60_000, atMostMs: 600_000 });
+   * const result = await report.run((lease) => buildReport({ signal: lease.signal }));
+   * ```
+   */
+  job(name: string, options: JobOptions): Job {
+    return this.#kinds.job(this.prefix, checkName(name), checkJobOptions(options));
+  }
+
   /** How many acquires of this client are waiting now (for monitoring). */
   get waiting(): number {
     return this.#runtime.waiting.size;
@@ -265,4 +288,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
     // A port over a client passed in leaves it open.
     await Promise.all(this.#ports.map((port) => port.close()));
   }
+}
+
+/** The lock, its holds bounded by `options.maxHoldMs` when given (checked before any I/O). */
+function bounded(lock: Lock, options: LockOptions | undefined): Lock {
+  if (options === undefined) return lock;
+  const o = checkOptions('lock()', options, ['maxHoldMs']);
+  return (lock as LockBase<{ lock: string }>).boundHolds(checkMs('maxHoldMs', o.maxHoldMs, MIN_FIXED_LEASE_MS));
 }

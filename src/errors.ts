@@ -32,6 +32,8 @@ export type LockErrorCode =
   | 'ERR_LOCK_LEASE_TOO_SHORT'
   /** A warning: Redis's `maxmemory-policy` may evict lock keys. */
   | 'ERR_LOCK_EVICTION_POLICY'
+  /** A warning: a lease renewed by the watchdog was garbage-collected without a release; relock stopped renewing it, so its lock ends with its lease. */
+  | 'ERR_LOCK_ABANDONED'
   /** A warning: an acquire has waited longer than a lease for a lock that its own client holds (`await using` outside the holder's context). */
   | 'ERR_LOCK_SELF_WAIT'
   /** Redlock: too few masters answered for a majority; the message names each unreachable server (host:port) and its error. */

@@ -6,6 +6,12 @@ import { LockError, LockLostError, LockNotHeldError } from './errors.ts';
 import type { Hold } from './runtime/hold.ts';
 import { checkFunction } from './validate.ts';
 
+/**
+ * The outermost leases of watchdog-renewed holds, until released: one garbage-collected first was
+ * abandoned, and its hold is renewed no more (Hold.abandon).
+ */
+const abandoned = new FinalizationRegistry<Hold>((hold) => hold.abandon());
+
 export class LeaseImpl implements Lease {
   readonly holdCount: number;
   readonly #hold: Hold;
@@ -20,6 +26,7 @@ export class LeaseImpl implements Lease {
     this.#kind = kind;
     this.#clientId = clientId;
     this.#closed = closed;
+    if (holdCount === 1 && hold.renewable) abandoned.register(this, hold, this);
   }
 
   get name(): string {
@@ -49,7 +56,16 @@ export class LeaseImpl implements Lease {
     return traceRelease(this, this.#kind, this.#clientId, () => this.#release());
   }
 
-  async #release(): Promise<void> {
+  /**
+   * A job's end (src/job/): releases the hold, but the lock stays taken until `keepMs` after the
+   * hold's start by Redis's clock (at once when that has passed). Only the lock on one server or a
+   * Cluster carries this out; the job is refused elsewhere.
+   */
+  releaseKeeping(keepMs: number): Promise<void> {
+    return traceRelease(this, this.#kind, this.#clientId, () => this.#release(keepMs));
+  }
+
+  async #release(keepMs?: number): Promise<void> {
     if (this.#released) throw new LockNotHeldError(`This lease of lock "${this.name}" was released already`, { lockName: this.name });
     if (this.#closed.aborted) {
       throw new LockError(`The LockClient was closed: lock "${this.name}" is no longer renewed and ends with its lease`, {
@@ -58,9 +74,10 @@ export class LeaseImpl implements Lease {
       });
     }
     this.#released = true;
+    abandoned.unregister(this);
     try {
       // The outermost lease gives back the whole hold, whatever nested releases did.
-      await this.#hold.release(this.holdCount === 1);
+      await this.#hold.release(this.holdCount === 1, keepMs);
     } catch (error) {
       // A release that never reached Redis may be tried again.
       if (!(error instanceof LockNotHeldError)) this.#released = false;
@@ -84,6 +101,7 @@ export class LeaseImpl implements Lease {
   /** Gives the whole hold back, even after close(): its acquire gave up, so nobody owns it. Errors are swallowed. */
   giveBack(): void {
     this.#released = true;
+    abandoned.unregister(this);
     this.#hold.giveBack().catch(() => undefined);
   }
 
@@ -99,24 +117,27 @@ export interface ExclusiveLease extends Lease {
   readonly lost: LockLostError | undefined;
 }
 
-/** Runs `fn` in the lease's context and releases it; shared by every lock kind. */
-export async function runExclusive<T, L extends ExclusiveLease>(lease: L, fn: (lease: L) => T | Promise<T>): Promise<T> {
+/**
+ * Runs `fn` in the lease's context and releases it; shared by every lock kind. `end` gives the lease
+ * back (a job's keeps the lock taken for its window).
+ */
+export async function runExclusive<T, L extends ExclusiveLease>(lease: L, fn: (lease: L) => T | Promise<T>, end: (lease: L) => Promise<void> = (held) => held.release()): Promise<T> {
   let result: T;
   try {
     result = await lease.run(() => fn(lease));
   } catch (error) {
-    if (!lease.released) await lease.release().catch(() => undefined);
+    if (!lease.released) await end(lease).catch(() => undefined);
     throw error;
   }
   // fn released its own lease: nothing is left to release or to lose.
   if (lease.released) return result;
   const lost = lease.lost;
   if (lost) {
-    await lease.release().catch(() => undefined);
+    await end(lease).catch(() => undefined);
     throw lost;
   }
   try {
-    await lease.release();
+    await end(lease);
   } catch (error) {
     // Gone by the time fn finished, unnoticed until now: the hold ended while fn ran.
     if (!(error instanceof LockNotHeldError)) throw error;

@@ -40,7 +40,7 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
   readonly #kind: LockKind;
   readonly #keys: K;
   readonly #reads: LockReads<K>;
-  readonly #taker: Taker<Lease, undefined>;
+  #taker: Taker<Lease, undefined>;
 
   constructor(runtime: Runtime, kind: LockKind, name: string, keys: K, reads: LockReads<K>) {
     this.name = name;
@@ -50,6 +50,12 @@ export abstract class LockBase<K extends { readonly lock: string }> implements L
     this.#reads = reads;
     this.#taker = { name, kind, clientId: runtime.clientId, traits: runtime.traits, maxHoldMs: runtime.maxHoldMs, check: () => undefined, take: (t) => this.#take(t.waitMs, t.leaseMs, t.signal, t.trace) };
     identities.set(this, { runtime, key: keys.lock, name, kind });
+  }
+
+  /** This lock's own `maxHoldMs` (`client.lock(name, { maxHoldMs })`): its acquires' default, before the client's. */
+  boundHolds(maxHoldMs: number | undefined): this {
+    if (maxHoldMs !== undefined) this.#taker = { ...this.#taker, maxHoldMs };
+    return this;
   }
 
   /**

@@ -145,6 +145,49 @@ export interface TryAcquireOptions {
 }
 
 /**
+ * Options of `client.lock(name, options)` and `client.fairLock(name, options)`. Unknown keys are
+ * refused with a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * const lock = client.lock('order:42', { maxHoldMs: 60_000 }); // no hold of it lasts over a minute
+ * ```
+ */
+export interface LockOptions {
+  /**
+   * The longest a hold of this lock may last, for acquires that set none (`AcquireOptions.maxHoldMs`
+   * wins; this wins over the client's `maxHoldMs`). @default the client's `maxHoldMs`
+   */
+  maxHoldMs?: number | undefined;
+}
+
+/**
+ * Options of `client.job(name, options)`: a job run at most once per window (docs/jobs.md). Unknown
+ * keys are refused with a `TypeError`.
+ *
+ * @example
+ * ```ts
+ * // Fired on every node at 03:00: one runs it; the lock stays taken 60 s from its start, and a run
+ * // is cut (its lease.signal aborts) after 10 minutes.
+ * const report = client.job('nightly-report', { atLeastMs: 60_000, atMostMs: 600_000 });
+ * ```
+ */
+export interface JobOptions {
+  /**
+   * The least time the job's lock stays taken from the run's start, by Redis's clock, whatever `fn`
+   * does: a node whose timer fires up to this late finds the window taken and does not run it again.
+   * Make it longer than the clock and schedule skew between your nodes, shorter than the schedule's
+   * period. At most `atMostMs`. @default 0
+   */
+  atLeastMs?: number | undefined;
+  /**
+   * The longest a run may hold the lock: then the watchdog stops renewing it and the lease's `signal`
+   * aborts with a `LockLostError` of code `ERR_LOCK_MAX_HOLD` (the lease's `maxHoldMs`). At least 5.
+   */
+  atMostMs: number;
+}
+
+/**
  * Options of `client.semaphore(name, options)`. Unknown keys are refused with a `TypeError`.
  *
  * @example

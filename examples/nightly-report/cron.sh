@@ -2,10 +2,11 @@
 # The nightly report from cron, with the relock command: three "nodes" fire the same job at once;
 # one runs it, the other two exit 75 without running it. In production each node's crontab has:
 #
-#   0 3 * * *  relock run "nightly-report:$(date +\%F)" --keep 7200000 --quiet -- /opt/app/build-report.sh || [ $? -eq 75 ]
+#   0 3 * * *  relock run nightly-report --at-least 600000 --at-most 7200000 --quiet -- /opt/app/build-report.sh || [ $? -eq 75 ]
 #
-# (--keep: a fixed two-hour lease, not released when the job ends, so a node whose trigger fires
-# late skips it too; `|| [ $? -eq 75 ]`: "another node has it" is not a failure.)
+# (--at-least: the lock stays taken ten minutes from the start, also when the job ends sooner, so a
+# node whose clock or trigger is up to that late skips it too; --at-most: a job still running after
+# two hours gets SIGTERM and the lock ends; `|| [ $? -eq 75 ]`: "another node has it" is not a failure.)
 #
 #   REDIS_URL=redis://127.0.0.1:6379 examples/nightly-report/cron.sh   # exits 1 unless one node ran it
 #
@@ -24,7 +25,7 @@ trap 'rm -f "$runs"' EXIT
 
 for n in 1 2 3; do
   (
-    $RELOCK run "nightly-report:$fire" --keep 60000 -- \
+    $RELOCK run "nightly-report:$fire" --at-least 60000 -- \
       sh -c 'echo "node $1: building the report (fencing token $RELOCK_FENCING_TOKEN)"; sleep 1; echo "$1" >> "$2"' sh "$n" "$runs"
     echo "node $n: relock exited $?"
   ) &

@@ -11,16 +11,24 @@
             lease); "0": one level
     ARGV[4] publish command: "publish" or "spublish", or "" to publish nothing
     ARGV[5] message to publish
+    ARGV[6] optional, a job's end (src/job/): the least life of the hold in milliseconds from its
+            start (atLeastMs). Where the whole hold goes and that time has not passed, the lock stays
+            taken until it has: its hash then holds the one field "window" (no owner field has no
+            ":") and expires then. Absent or "": a plain release
+    ARGV[7] with ARGV[6], the hold's fencing token: its start in Redis TIME microseconds (a token is
+            max(last + 1, TIME), issued by the acquisition, so never before it; the start taken is
+            the earlier of it and now)
 
   Output: an integer
     -1   the owner holds nothing here (expired, force-unlocked, or never held)
-    n>=0 the owner's hold count after this call; 0 means the lock was deleted and
-         the channel published (if asked). When the count is already below what the caller
+    n>=0 the owner's hold count after this call; 0 means the lock was deleted (or, with
+         ARGV[6], left to its window) and the channel published (if asked). When the count is already below what the caller
          believes (one level), this is a retry of a release that went through:
          nothing changes.
 ]]
 local lockKey, channel = KEYS[1], KEYS[2]
 local owner, believed, whole, publishCommand, message = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local keepMs, startToken = ARGV[6], ARGV[7]
 local rcall = redis.call
 
 -- @include shared/release-level
@@ -40,4 +48,14 @@ if publishCommand ~= '' then
   rcall(publishCommand, channel, message)
 end
 rcall('DEL', lockKey)
+if keepMs and keepMs ~= '' then
+-- @include shared/now
+  local startMs = math.min(math.floor(tonumber(startToken) / 1000), nowMs)
+  local leftMs = startMs + tonumber(keepMs) - nowMs
+  if leftMs > 0 then
+    -- Waiters woken above try again and find it taken for leftMs.
+    rcall('HSET', lockKey, 'window', 1)
+    rcall('PEXPIRE', lockKey, leftMs)
+  end
+end
 return 0

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Lease } from '../api.ts';
+import type { LeaseImpl } from '../lease.ts';
 import { LockClient } from '../client.ts';
 import { LockError, LockNotHeldError } from '../errors.ts';
 import { COMMON_HELP, COMMON_OPTIONS, EXIT, MIN_FIXED_LEASE_MS, MIN_WATCHDOG_LEASE_MS, UsageError, lockName, msOption, parse, prefixOption, redisUrl } from './usage.ts';
@@ -11,7 +12,7 @@ import { closeWithin, exitCodeOf, say } from './report.ts';
 import { marginMs } from '../runtime/renewable.ts';
 import { DEFAULTS } from '../validate.ts';
 
-export const RUN_USAGE = 'relock run <name> [--wait <ms>] [--lease <ms> | --keep <ms>] [--at-most <ms>] [--redis <url>] [options] -- <command> [args...]';
+export const RUN_USAGE = 'relock run <name> [--wait <ms>] [--lease <ms>] [--at-least <ms>] [--at-most <ms>] [--redis <url>] [options] -- <command> [args...]';
 
 export const RUN_HELP = `Usage: ${RUN_USAGE}
 
@@ -27,9 +28,9 @@ Options:
                      for ever
   --lease <ms>       the watchdog lease, renewed every third of it while the command runs
                      (default 30000, at least ${MIN_WATCHDOG_LEASE_MS})
-  --keep <ms>        instead of the watchdog: a fixed lease of <ms>, not released when the command
-                     exits, so the lock stays taken until <ms> after it was acquired (for jobs that
-                     must run once per window); the command gets SIGTERM if it is still running then
+  --at-least <ms>    the lock stays taken until <ms> after it was acquired (by Redis's clock), also
+                     when the command exits sooner: nodes whose cron fires up to <ms> apart run a job
+                     once per window (--keep <ms> is the same)
   --at-most <ms>     the longest the command may hold the lock: then the lock is no longer renewed
                      and the command gets SIGTERM, as for a lost lock (exit 70)
   --kill-after <ms>  after a lost lock, SIGKILL the command if it has not exited <ms> after the
@@ -57,7 +58,8 @@ interface RunOptions {
   fair: boolean;
   waitMs: number;
   leaseMs: number | undefined;
-  keepMs: number | undefined;
+  /** --at-least (or --keep): the lock stays taken until this long after its acquisition. */
+  atLeastMs: number | undefined;
   /** --at-most: the hold's maxHoldMs. */
   atMostMs: number | undefined;
   /** Given by --kill-after; else half of marginMs(lease) (see killAfterOf). */
@@ -71,6 +73,7 @@ export function parseRun(argv: string[]): RunOptions | null {
     ...COMMON_OPTIONS,
     wait: { type: 'string' },
     lease: { type: 'string' },
+    'at-least': { type: 'string' },
     keep: { type: 'string' },
     'at-most': { type: 'string' },
     'kill-after': { type: 'string' },
@@ -84,7 +87,11 @@ export function parseRun(argv: string[]): RunOptions | null {
   }
   const command = argv.slice(terminator + 1);
   if (command.length === 0 || command[0] === '') throw new UsageError('relock run needs a command after "--"');
-  if (values.lease !== undefined && values.keep !== undefined) throw new UsageError('--lease (watchdog) and --keep (fixed lease) exclude each other');
+  if (values['at-least'] !== undefined && values.keep !== undefined) throw new UsageError('--keep is another name of --at-least: give one');
+  const atLeastMs = msOption(values.keep === undefined ? '--at-least' : '--keep', values['at-least'] ?? values.keep, 0);
+  const atMostMs = msOption('--at-most', values['at-most'], MIN_FIXED_LEASE_MS);
+  if (atLeastMs !== undefined && atMostMs !== undefined && atLeastMs > atMostMs) throw new UsageError(`--at-least ${atLeastMs} is longer than --at-most ${atMostMs}`);
+  if (atLeastMs !== undefined && values.fair) throw new UsageError('--at-least (or --keep) keeps a window with the lock, not with --fair');
   return {
     name: lockName(before, 'run'),
     command: command[0]!,
@@ -94,8 +101,8 @@ export function parseRun(argv: string[]): RunOptions | null {
     fair: values.fair ?? false,
     waitMs: msOption('--wait', values.wait, 0, true) ?? 0,
     leaseMs: msOption('--lease', values.lease, MIN_WATCHDOG_LEASE_MS),
-    keepMs: msOption('--keep', values.keep, MIN_FIXED_LEASE_MS),
-    atMostMs: msOption('--at-most', values['at-most'], MIN_FIXED_LEASE_MS),
+    atLeastMs,
+    atMostMs,
     killAfterMs: msOption('--kill-after', values['kill-after'], 0),
     quiet: values.quiet ?? false,
   };
@@ -107,8 +114,8 @@ export function parseRun(argv: string[]): RunOptions | null {
  * Redis (when it could not renew), so by default the command is killed halfway through that window,
  * before another process can take the lock.
  */
-export function killAfterOf(o: Pick<RunOptions, 'killAfterMs' | 'leaseMs' | 'keepMs'>): { killAfterMs: number; windowMs: number } {
-  const windowMs = marginMs(o.keepMs ?? o.leaseMs ?? DEFAULTS.leaseMs);
+export function killAfterOf(o: Pick<RunOptions, 'killAfterMs' | 'leaseMs'>): { killAfterMs: number; windowMs: number } {
+  const windowMs = marginMs(o.leaseMs ?? DEFAULTS.leaseMs);
   return { killAfterMs: o.killAfterMs ?? Math.floor(windowMs / 2), windowMs };
 }
 
@@ -141,7 +148,6 @@ export async function run(o: RunOptions): Promise<number> {
       lease = await lock.acquire({
         waitMs: o.waitMs,
         signal: stop.signal,
-        ...(o.keepMs === undefined ? {} : { leaseMs: o.keepMs }),
         ...(o.atMostMs === undefined ? {} : { maxHoldMs: o.atMostMs }),
       });
     } catch (error) {
@@ -182,12 +188,13 @@ export async function run(o: RunOptions): Promise<number> {
     const end = await ended;
     lease.signal.removeEventListener('abort', onLost);
     clearTimeout(killTimer);
-    // --keep: the fixed lease ends by itself; releasing it would let a late node run the job again
-    // (unless the command never ran). After --at-most the key is still this owner's: released.
+    // --at-least: the lock stays taken until then (unless the command never ran), so a late node does
+    // not run the job again. After --at-most the key is still this owner's: released.
     const overHeld = (lease.signal.reason as LockError | undefined)?.code === 'ERR_LOCK_MAX_HOLD';
-    if ((o.keepMs === undefined || 'error' in end) && (!lost || overHeld)) {
+    if (!lost || overHeld) {
       try {
-        await lease.release();
+        if (o.atLeastMs !== undefined && !('error' in end) && !overHeld) await (lease as LeaseImpl).releaseKeeping(o.atLeastMs);
+        else await lease.release();
       } catch (error) {
         if (error instanceof LockNotHeldError) lost = error.message;
         else say(`could not release "${o.name}" (${(error as Error).message}): it ends with its lease`);

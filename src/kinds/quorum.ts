@@ -27,5 +27,11 @@ export function quorumKinds(shared: RedlockShared): Kinds {
         code: 'ERR_LOCK_UNSUPPORTED',
       });
     },
+    job(_prefix, name) {
+      throw new LockError(`job("${name}"): a Redlock client (redis given as an array of masters) has no jobs yet: a run's window would have to be kept on a majority of masters; use a client of one server or a Cluster`, {
+        lockName: name,
+        code: 'ERR_LOCK_UNSUPPORTED',
+      });
+    },
   };
 }

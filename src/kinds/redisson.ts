@@ -58,5 +58,6 @@ export function redissonKinds(runtime: Runtime): Kinds {
       return new ReadWriteLockImpl(rw(), prefix, name);
     },
     countDownLatch: () => unsupported('countDownLatch()', "Redisson's RCountDownLatch is not part of the layout"),
+    job: () => unsupported('job()', "Redisson has no jobs run once per window, and a run's window is not a state RLock knows"),
   };
 }

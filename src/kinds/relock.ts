@@ -3,6 +3,7 @@
 import { FairLockImpl } from '../fair-lock/fair-lock.ts';
 import { createFairShared } from '../fair-lock/shared.ts';
 import { CountDownLatchImpl, createLatchShared } from '../latch/latch.ts';
+import { JobImpl } from '../job/job.ts';
 import { createLockShared, LockImpl } from '../lock/lock.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
@@ -22,5 +23,9 @@ export function relockKinds(runtime: Runtime): Kinds {
     semaphore: (prefix, name, options) => new SemaphoreImpl(semaphore(), prefix, name, options),
     readWriteLock: (prefix, name) => new ReadWriteLockImpl(rw(), prefix, name),
     countDownLatch: (prefix, name) => new CountDownLatchImpl(latch(), prefix, name),
+    job: (prefix, name, options) => {
+      const key = lock.keys(prefix, name).lock;
+      return new JobImpl(new LockImpl(lock, prefix, name), options, async () => (await runtime.runner.read<string | null>('hget', key, 'window')) !== null);
+    },
   };
 }

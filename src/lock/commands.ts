@@ -55,6 +55,12 @@ export class HashLockReads {
   }
 }
 
+/** A job's end: the lock stays taken until `keepMs` after the hold's start, its fencing token (release-2.lua). */
+export interface Keep {
+  readonly keepMs: number;
+  readonly token: number;
+}
+
 /** What a lock's release and force release publish on its channel (its waiters wake on any message). */
 export interface LockMessages {
   readonly release: string;
@@ -106,8 +112,9 @@ export class LockCommands extends HashLockReads implements LockTopology {
     return this.#runner.run(reenter, [keys.lock, keys.fence], [owner, leaseMs ?? 0, believed]);
   }
 
-  release(keys: LockKeys, owner: string, believed: number, whole: boolean): Promise<ReleaseOutcome> {
-    return this.#runner.run(release, [keys.lock, keys.channel], [owner, believed, whole ? 1 : 0, this.#publish, this.#messages.release]);
+  release(keys: LockKeys, owner: string, believed: number, whole: boolean, _name?: string, keep?: Keep): Promise<ReleaseOutcome> {
+    const args = [owner, believed, whole ? 1 : 0, this.#publish, this.#messages.release];
+    return this.#runner.run(release, [keys.lock, keys.channel], keep ? [...args, keep.keepMs, keep.token] : args);
   }
 
   /** One flag per hold, in order: true where the owner still held the lock and its lease was renewed. */

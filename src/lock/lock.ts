@@ -9,7 +9,7 @@ import { Hold, type HoldScripts, type ReenterOutcome, type ReleaseOutcome } from
 import type { Runtime } from '../runtime/runtime.ts';
 import { wakeHead } from '../runtime/waiting.ts';
 import type { Renewable, Renewer } from '../runtime/renewable.ts';
-import { LockCommands, type LockMessages } from './commands.ts';
+import { LockCommands, type Keep, type LockMessages } from './commands.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 
 /**
@@ -25,7 +25,8 @@ export interface LockTopology extends LockReads<LockKeys> {
    */
   attempts(keys: LockKeys, name: string, waitMs: number, leaseMs: number): (owner: string) => Promise<TakeOutcome>;
   reenter(keys: LockKeys, owner: string, believed: number, leaseMs: number | undefined, name: string): Promise<ReenterOutcome>;
-  release(keys: LockKeys, owner: string, believed: number, whole: boolean, name: string): Promise<ReleaseOutcome>;
+  /** `keepMs`: see HoldScripts.release (one server and a Cluster only: a job's end). */
+  release(keys: LockKeys, owner: string, believed: number, whole: boolean, name: string, keep?: Keep): Promise<ReleaseOutcome>;
   renew(holds: readonly Renewable[], leaseMs: number): Promise<boolean[]>;
 }
 
@@ -67,7 +68,7 @@ export class LockImpl extends LockBase<LockKeys> {
     this.#keys = keys;
     const { commands } = shared;
     this.#scripts = {
-      release: (hold, believed, whole) => commands.release(keys, hold.owner, believed, whole, name),
+      release: (hold, believed, whole, keepMs) => commands.release(keys, hold.owner, believed, whole, name, keepMs === undefined ? undefined : { keepMs, token: hold.token }),
       reenter: (hold, believed, leaseMs) => commands.reenter(keys, hold.owner, believed, leaseMs, name),
     };
   }

@@ -26,8 +26,12 @@ export const reenterOutcome = (reply: unknown): ReenterOutcome => {
 
 /** The scripts a primitive runs for a hold; the hold decides when. */
 export interface HoldScripts {
-  /** One level (whole false), or every level (whole true: the outermost lease). */
-  release(hold: Hold, believed: number, whole: boolean): Promise<ReleaseOutcome>;
+  /**
+   * One level (whole false), or every level (whole true: the outermost lease). `keepMs` (a job's
+   * end, only where the kind supports it): when the whole hold goes, the lock stays taken until
+   * `keepMs` after the hold's start, by Redis's clock.
+   */
+  release(hold: Hold, believed: number, whole: boolean, keepMs?: number): Promise<ReleaseOutcome>;
   /** One more level, lengthening a fixed lease to `leaseMs` (never shortening). */
   reenter?(hold: Hold, believed: number, leaseMs: number | undefined): Promise<ReenterOutcome>;
 }
@@ -238,7 +242,7 @@ export class Hold implements Renewable {
    * stops before the release is sent, whether it succeeds or not, and the owner's field goes
    * whatever its count (a nested release that failed cannot leave it held).
    */
-  release(whole: boolean): Promise<void> {
+  release(whole: boolean, keepMs?: number): Promise<void> {
     return this.#serial(async () => {
       const { watchdog, runner } = this.#runtime;
       const believed = this.count;
@@ -258,11 +262,11 @@ export class Hold implements Renewable {
       const mark = runner.mark();
       let outcome: ReleaseOutcome;
       try {
-        outcome = await this.#scripts.release(this, believed, whole);
+        outcome = await this.#scripts.release(this, believed, whole, last ? keepMs : undefined);
       } catch (error) {
         // The last level, renewed no more, and not reached: nobody else will release it, so relock
         // sends it again when the connection is back (the caller still hears that this one failed).
-        if (last && !lostBefore && isUnreachable(error)) this.#resend(believed, whole);
+        if (last && !lostBefore && isUnreachable(error)) this.#resend(believed, whole, keepMs);
         // A hold signalled lost is not held, reached or not (its key ends with its lease): said so,
         // the failure as the cause (ioredis resends a cut release and hears "gone"; node-redis fails it).
         if (!lostBefore || !isUnreachable(error)) throw error;
@@ -294,14 +298,14 @@ export class Hold implements Renewable {
    * release the caller made meanwhile that landed ends it. Landed, even as "gone" (the first one may
    * have run after all), the hold is released.
    */
-  #resend(believed: number, whole: boolean): void {
+  #resend(believed: number, whole: boolean, keepMs: number | undefined): void {
     if (this.#resending) return;
     this.#resending = true;
     const { watchdog } = this.#runtime;
     const send = () =>
       this.#serial(async () => {
         if (this.count === 0) return;
-        const outcome = await this.#scripts.release(this, believed, whole);
+        const outcome = await this.#scripts.release(this, believed, whole, keepMs);
         this.#count = outcome.kind === 'released' ? outcome.left : 0;
         if (this.#count > 0) return;
         this.#held = false;
@@ -309,6 +313,23 @@ export class Hold implements Renewable {
         watchdog.delete(this);
       });
     this.#runtime.resend(send, this.deadline);
+  }
+
+  /**
+   * Its outermost lease was garbage-collected without a release (a caller's bug): renewed no more, so
+   * the lock ends with its lease, and the client warns (ERR_LOCK_ABANDONED). Not released: code that
+   * dropped the lease may still be working under it.
+   */
+  abandon(): void {
+    const { watchdog } = this.#runtime;
+    if (!this.held || this.lost || !watchdog.renews(this)) return;
+    watchdog.stopRenewing(this);
+    this.#runtime.warn(
+      new LockError(`A lease of lock "${this.name}" was garbage-collected without a release: it is no longer renewed and ends with its lease. Release every lease (runExclusive, await using).`, {
+        lockName: this.name,
+        code: 'ERR_LOCK_ABANDONED',
+      }),
+    );
   }
 
   /** Gives back a hold nobody will own (its acquire gave up meanwhile); errors are only logged by the caller. */

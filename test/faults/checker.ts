@@ -609,3 +609,28 @@ export function latchViolations(rounds: readonly LatchRound[], boundMs: number):
   }
   return { early, stuck, longestWakeMs };
 }
+
+/** One fire of a job in one process: the window it was fired for, and whether it ran there. */
+export interface JobFire {
+  readonly process: number;
+  readonly window: number;
+  readonly ran: boolean;
+  /** Why it did not run ('held', 'window'), or the error it ended with. */
+  readonly reason?: string;
+}
+
+/** Windows that ran other than once: none (`missed`), or more than once (`twice`, with how often). */
+export interface JobViolations {
+  readonly missed: number[];
+  readonly twice: { readonly window: number; readonly runs: number }[];
+}
+
+/** The checker of the job scenarios: every window in `windows` must have exactly one run. */
+export function jobViolations(fires: readonly JobFire[], windows: readonly number[]): JobViolations {
+  const runs = new Map<number, number>(windows.map((window) => [window, 0]));
+  for (const fire of fires) if (fire.ran) runs.set(fire.window, (runs.get(fire.window) ?? 0) + 1);
+  return {
+    missed: [...runs].filter(([, n]) => n === 0).map(([window]) => window),
+    twice: [...runs].filter(([, n]) => n > 1).map(([window, n]) => ({ window, runs: n })),
+  };
+}

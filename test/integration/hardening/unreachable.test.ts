@@ -9,6 +9,7 @@ import { createRelockUser } from '../../helpers/acl.ts';
 import { closeAtEveryOffset, hookReplies } from '../../helpers/close-race.ts';
 import { applicableOnly, describe, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { exitsOnItsOwn, PACKAGE, RELOCK } from '../../helpers/child.ts';
+import { collectUntil } from '../../helpers/gc.ts';
 import { redisFor, setup, sleep, TEST_CLIENT } from '../../helpers/fixture.ts';
 import { startProxy } from '../../helpers/proxy.ts';
 import type { Closable } from '../../helpers/clients.ts';
@@ -389,6 +390,19 @@ describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
         } finally {
           await s.f.admin.config('SET', 'maxmemory-policy', 'noeviction');
         }
+      },
+    ],
+    ERR_LOCK_ABANDONED: [
+      "the 'warning' when a lease renewed by the watchdog is garbage-collected without a release",
+      async () => {
+        const client = s.f.client();
+        const warned = new Promise((resolve) => client.on('warning', (warning) => warning.code === 'ERR_LOCK_ABANDONED' && resolve(warning)));
+        const drop = async () => void (await client.lock(uniqueName()).acquire());
+        await drop();
+        let warning: unknown;
+        void warned.then((w) => (warning = w));
+        await collectUntil(() => warning !== undefined);
+        return within(warned, 1_000, 'the abandonment warning');
       },
     ],
     ERR_LOCK_SELF_WAIT: [
