@@ -113,43 +113,27 @@ export default [
       { file: 'dist/testing.d.cts', format: 'es' },
     ],
   },
-  // relock/otel (src/otel/): its own bundles; @opentelemetry/api is a peer dependency, left external.
-  {
-    input: 'src/otel/index.ts',
-    external: isExternal,
-    plugins: [esbuild({ target: 'node20', tsconfig: 'tsconfig.json' })],
-    output: [
-      { file: 'dist/otel.mjs', format: 'es' },
-      { file: 'dist/otel.cjs', format: 'cjs', exports: 'named', interop: 'auto' },
-    ],
-  },
-  {
-    input: 'src/otel/index.ts',
-    external: isExternal,
-    plugins: [dts({ tsconfig: 'tsconfig.json' })],
-    output: [
-      { file: 'dist/otel.d.mts', format: 'es' },
-      { file: 'dist/otel.d.cts', format: 'es' },
-    ],
-  },
-  // relock/node-cron (src/node-cron/): its own bundles; it imports nothing of node-cron, nor of relock
-  // but types (it calls the LockClient it is given).
-  {
-    input: 'src/node-cron/index.ts',
-    external: isExternal,
-    plugins: [transpile()],
-    output: [
-      { file: 'dist/node-cron.mjs', format: 'es' },
-      { file: 'dist/node-cron.cjs', format: 'cjs', exports: 'named' },
-    ],
-  },
-  {
-    input: 'src/node-cron/index.ts',
-    external: isExternal,
-    plugins: [dts({ tsconfig: 'tsconfig.json' })],
-    output: [
-      { file: 'dist/node-cron.d.mts', format: 'es' },
-      { file: 'dist/node-cron.d.cts', format: 'es' },
-    ],
-  },
+  // relock/otel (src/otel/; @opentelemetry/api is a peer dependency, left external) and relock/node-cron
+  // (src/node-cron/; it imports nothing of node-cron, nor of relock but types: it calls the LockClient
+  // it is given): their own bundles.
+  ...['otel', 'node-cron'].flatMap((name) => [
+    {
+      input: `src/${name}/index.ts`,
+      external: isExternal,
+      plugins: [transpile()],
+      output: [
+        { file: `dist/${name}.mjs`, format: 'es' },
+        { file: `dist/${name}.cjs`, format: 'cjs', exports: 'named', interop: 'auto' },
+      ],
+    },
+    {
+      input: `src/${name}/index.ts`,
+      external: isExternal,
+      plugins: [dts({ tsconfig: 'tsconfig.json' })],
+      output: [
+        { file: `dist/${name}.d.mts`, format: 'es' },
+        { file: `dist/${name}.d.cts`, format: 'es' },
+      ],
+    },
+  ]),
 ];
