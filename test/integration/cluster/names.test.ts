@@ -62,5 +62,16 @@ describe('Redis Cluster: names with braces', (it) => {
       const lease = await a.multiLock([a.lock(name('m1')), a.lock(name('m2'))]).acquire();
       await lease.release();
     });
+
+    it(`runs a job named ${shape}... once per window: its window is kept on the key's node`, async () => {
+      const n = name('job');
+      const [mine, theirs] = [a.job(n, { atLeastMs: 20_000, atMostMs: 30_000 }), b.job(n, { atMostMs: 30_000 })];
+      assert.equal(await mine.run(() => 'ran'), { ran: true, value: 'ran' });
+      assert.equal(await theirs.run(() => 'again'), { ran: false, reason: 'window' });
+      const remaining = await b.lock(n).remainingTtlMs();
+      assert.ok(remaining !== null && remaining > 10_000 && remaining <= 20_000, `window left ${remaining} ms`);
+      await b.lock(n).forceUnlock();
+      assert.equal(await theirs.run(() => 'next'), { ran: true, value: 'next' });
+    });
   }
 });
