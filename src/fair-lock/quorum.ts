@@ -105,11 +105,17 @@ function gateRenewer(commands: RedlockCommands, i: number, renewer: Renewer): Re
 class QueuedHold extends Hold {
   readonly quorum: Hold;
   readonly gate: Hold;
+  /**
+   * The member leases the two holds came with: kept while this hold is, since a member lease
+   * garbage-collected without a release counts as abandoned (its hold is renewed no more).
+   */
+  readonly members: readonly Lease[];
 
-  constructor(runtime: Runtime, quorum: Hold, gate: Hold) {
+  constructor(runtime: Runtime, quorum: Hold, gate: Hold, members: readonly Lease[]) {
     super(runtime, { name: quorum.name, key: quorum.key, renewer: quorum.renewer, scripts: QUEUED_SCRIPTS, renewable: false });
     this.quorum = quorum;
     this.gate = gate;
+    this.members = members;
     this.heldAs(quorum.token, quorum.acquiredAt);
     // Not in the watchdog: the quorum hold is (renewed, or ended with its fixed lease). Its loss is
     // this hold's, and the gate's hold is given back then, so that the queue moves on (after close(),
@@ -265,7 +271,7 @@ export class RedlockFairLockImpl extends LockBase<RedlockFairKeys> {
       if (runtime.closed.aborted) throw runtime.closed.reason;
       throw new LockLostError(`Lock "${this.name}" was lost as it was acquired`, { lockName: this.name });
     }
-    return new LeaseImpl(new QueuedHold(runtime, quorum, gate), 1, 'fair-lock', runtime.clientId, runtime.closed);
+    return new LeaseImpl(new QueuedHold(runtime, quorum, gate, [held, queued]), 1, 'fair-lock', runtime.clientId, runtime.closed);
   }
 
   /**

@@ -2,10 +2,11 @@
 // the watchdog does not keep it alive, the lock ends within one lease, and the client warns with
 // ERR_LOCK_ABANDONED naming the lock. A lease still referenced, or released, is left alone.
 import * as assert from 'uvu/assert';
-import type { LockClient, LockError } from '../../../src/index.ts';
+import type { Lease, LockClient, LockError } from '../../../src/index.ts';
 import { describe, uniqueName } from '../../helpers/describe.ts';
 import { setup } from '../../helpers/fixture.ts';
 import { collectUntil } from '../../helpers/gc.ts';
+import { setupMasters } from '../redlock/masters.ts';
 
 const LEASE_MS = 600;
 const lockKey = (name: string) => `relock:{${name}}`;
@@ -48,5 +49,46 @@ describe('abandoned leases', (it) => {
     assert.equal(warnings, []);
     assert.is(await s.f.admin.exists(lockKey(kept)), 1, 'renewed past its lease');
     await lease.release();
+  });
+});
+
+/** Takes a lease of every kind of `client` and keeps it through collections and past its lease: none may count as abandoned. */
+async function keepsEveryKind(client: LockClient, kinds: Record<string, () => Promise<Lease>>): Promise<void> {
+  const warnings: LockError[] = [];
+  client.on('warning', (warning) => warnings.push(warning));
+  const leases = await Promise.all(Object.values(kinds).map((take) => take()));
+  await collectUntil(() => warnings.length > 0, 20);
+  await sleep(LEASE_MS + 200);
+  assert.equal(warnings.map((w) => w.message), [], 'no lease held by the caller counts as abandoned');
+  for (const [i, kind] of Object.keys(kinds).entries()) {
+    assert.not.ok(leases[i]!.signal.aborted, `${kind}: still held`);
+    await leases[i]!.release();
+  }
+}
+
+describe('abandoned leases: none while the caller holds them, for every kind', (it) => {
+  const s = setup(it, { leaseMs: LEASE_MS });
+  const masters = setupMasters(it, 3);
+
+  it('on one server: lock, fair lock, semaphore, both sides of a read-write lock, a multi-lock', async () => {
+    const c = s.client;
+    await keepsEveryKind(c, {
+      lock: () => c.lock(uniqueName()).acquire(),
+      fairLock: () => c.fairLock(uniqueName()).acquire(),
+      semaphore: () => c.semaphore(uniqueName(), { permits: 2 }).acquire(),
+      readLock: () => c.readWriteLock(uniqueName()).readLock().acquire(),
+      writeLock: () => c.readWriteLock(uniqueName()).writeLock().acquire(),
+      multiLock: () => c.multiLock([c.lock(uniqueName()), c.fairLock(uniqueName())]).acquire(),
+    });
+  });
+
+  it('on a Redlock client: lock, fair lock (its member leases), semaphore, read-write lock', async () => {
+    const c = masters.client({ leaseMs: LEASE_MS });
+    await keepsEveryKind(c, {
+      lock: () => c.lock(uniqueName()).acquire(),
+      fairLock: () => c.fairLock(uniqueName()).acquire(),
+      semaphore: () => c.semaphore(uniqueName(), { permits: 2 }).acquire(),
+      writeLock: () => c.readWriteLock(uniqueName()).writeLock().acquire(),
+    });
   });
 });
