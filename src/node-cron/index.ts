@@ -20,7 +20,7 @@ export interface RunCoordinatorOptions {
    * How long a fire's lock stays taken from the start of its run, so that a process whose timer or
    * clock is up to this late does not run the same fire again: make it longer than the skew between
    * your processes. At most `atMostMs`.
-   * @default node-cron's `ttlMs` (the task's `distributedLease`, 30 s by default)
+   * @default node-cron's `ttlMs` (the task's `distributedLease`, 30 s by default), or `atMostMs` when shorter
    */
   atLeastMs?: number;
   /**
@@ -87,7 +87,8 @@ export function runCoordinator(client: JobClient, options: RunCoordinatorOptions
   const { prefix = 'node-cron:', atLeastMs, atMostMs } = options;
   if (typeof prefix !== 'string') throw new TypeError(`Expected \`prefix\` to be a string, got ${typeof prefix}`);
   const settings = (ttlMs: number): JobOptions => {
-    const least = atLeastMs ?? ttlMs;
+    // node-cron's ttlMs, but never past an atMostMs given (that would refuse every fire).
+    const least = atLeastMs ?? (atMostMs === undefined ? ttlMs : Math.min(ttlMs, atMostMs));
     return { atLeastMs: least, atMostMs: atMostMs ?? Math.max(HOUR_MS, least) };
   };
   // Checks the options and the client's support now (no I/O), not at the first fire.
