@@ -195,7 +195,19 @@ export interface CountDownLatch {
  * What `job.run()` resolved to: the job ran here and `fn` returned `value`, or it did not run: `held`,
  * a run is under way (here or elsewhere); `window`, a run started within the last `atLeastMs`.
  */
-export type JobResult<T> = { readonly ran: true; readonly value: T } | { readonly ran: false; readonly reason: 'held' | 'window' };
+export type JobResult<T> =
+  | {
+      /** The job ran here. */
+      readonly ran: true;
+      /** What `fn` returned, awaited. */
+      readonly value: T;
+    }
+  | {
+      /** The job did not run here. */
+      readonly ran: false;
+      /** `held`: a run is under way; `window`: a run started less than `atLeastMs` ago. */
+      readonly reason: 'held' | 'window';
+    };
 
 /**
  * A job run at most once per window across every process: get one from `client.job(name, options)`

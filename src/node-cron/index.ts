@@ -11,6 +11,7 @@ import type { JobOptions } from '../options.ts';
 
 /** What {@link runCoordinator} needs of a client: `LockClient#job`. */
 export interface JobClient {
+  /** A job by name (`LockClient#job`): each fire of a task becomes one. */
   job(name: string, options: JobOptions): Job;
 }
 
