@@ -461,22 +461,23 @@ export function lockContract(label: string, factory: (client: LockClient, name: 
     });
 
     it('ends a hold at its maxHoldMs: renewal stops, the signal aborts with ERR_LOCK_MAX_HOLD, the lock frees within a lease', async () => {
-      // `fast` renews every 100 ms: without the bound, this hold would last for ever.
-      const [mine, theirs] = rivals(fast, s.other);
+      // A 900 ms lease renewed every 300 ms: without the bound, this hold would last for ever. (Not
+      // `fast`'s 300 ms: a stall of ~200 ms on a busy machine loses that lease before its bound.)
+      const [mine, theirs] = rivals(s.f.client({ ...clientOptions, leaseMs: 900 }), s.other);
       const startedAt = performance.now();
-      const lease = await mine!.acquire({ maxHoldMs: 400 });
-      const reason = await aborted(lease.signal, 3_000, 'the end of maxHoldMs');
-      assert.ok(performance.now() - startedAt >= 395, `not before maxHoldMs (${Math.round(performance.now() - startedAt)} ms)`);
+      const lease = await mine!.acquire({ maxHoldMs: 1_000 });
+      const reason = await aborted(lease.signal, 4_000, 'the end of maxHoldMs');
+      assert.ok(performance.now() - startedAt >= 995, `not before maxHoldMs (${Math.round(performance.now() - startedAt)} ms)`);
       assert.instance(reason, LockLostError);
       assert.is((reason as LockLostError).code, 'ERR_LOCK_MAX_HOLD');
-      // Not renewed any more: it ends with its 300 ms lease, and another client gets in.
+      // Not renewed any more: it ends with its 900 ms lease, and another client gets in.
       const next = await within(theirs!.acquire({ waitMs: 3_000 }), 4_000, 'the next holder once the lease ended');
       assert.instance(await rejects(lease.release()), LockNotHeldError);
       await next.release();
     });
 
     it("bounds every hold by the client's maxHoldMs; an acquire's own may shorten it, and release() within it frees the lock at once", async () => {
-      const bounded = s.f.client({ ...clientOptions, leaseMs: 300, maxHoldMs: 500 });
+      const bounded = s.f.client({ ...clientOptions, leaseMs: 900, maxHoldMs: 1_000 });
       const [mine, theirs] = rivals(bounded, s.other);
       const lease = await mine!.acquire();
       assert.is((await aborted(lease.signal, 3_000, "the end of the client's maxHoldMs")).code, 'ERR_LOCK_MAX_HOLD');

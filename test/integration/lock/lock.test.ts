@@ -487,23 +487,24 @@ describe('Edge cases of re-entry and release', (it) => {
 });
 
 describe("a lock's own maxHoldMs: client.lock(name, { maxHoldMs }) and fairLock()", (it) => {
-  const s = setup(it, { leaseMs: 300 });
+  // A 900 ms lease, renewed every 300 ms: a busy machine's stalls do not lose it before its bound.
+  const s = setup(it, { leaseMs: 900 });
   const aborted = (signal: AbortSignal) => within(new Promise<LockLostError>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason as LockLostError), { once: true })), 3_000, 'the end of maxHoldMs');
 
   for (const kind of ['lock', 'fairLock'] as const) {
     it(`${kind}(): bounds the lock's holds; an acquire's own bound wins; bad options are refused before any I/O`, async () => {
       const name = uniqueName();
-      const lock = s.client[kind](name, { maxHoldMs: 300 });
+      const lock = s.client[kind](name, { maxHoldMs: 600 });
       const lease = await lock.acquire();
       assert.is((await aborted(lease.signal)).code, 'ERR_LOCK_MAX_HOLD');
       await lease.release().catch(() => undefined);
-      // The same name without options: no bound (its watchdog renews past 300 ms).
+      // The same name without options: no bound (its watchdog renews past 600 ms).
       const free = await s.client[kind](name).acquire();
-      await sleep(500);
+      await sleep(800);
       assert.not.ok(free.signal.aborted, 'a lock made without maxHoldMs is not bounded');
       await free.release();
       const longer = await lock.acquire({ maxHoldMs: 60_000 });
-      await sleep(500);
+      await sleep(800);
       assert.not.ok(longer.signal.aborted, "the acquire's maxHoldMs wins over the lock's");
       await longer.release();
       assert.throws(() => s.client[kind](name, { maxHoldMs: 0 }), (error: Error) => error instanceof RangeError && /maxHoldMs/.test(error.message));
