@@ -1,5 +1,5 @@
 // The public interfaces every lock kind hands out: a Lock to acquire, a Lease for each hold.
-import type { AcquireOptions, LatchWaitOptions, TryAcquireOptions, TrySetCountOptions } from './options.ts';
+import type { AcquireOptions, CampaignOptions, LatchWaitOptions, ObserveOptions, TryAcquireOptions, TrySetCountOptions } from './options.ts';
 
 /**
  * A hold on a lock, returned by `acquire()`. Release it exactly once, or let `await using` do it.
@@ -236,4 +236,83 @@ export interface Job {
    *   {LockError} `ERR_LOCK_UNREACHABLE` when Redis could not be reached; {TypeError} when `fn` is not a function.
    */
   run<T>(fn: (lease: Lease) => T | Promise<T>): Promise<JobResult<T>>;
+}
+
+/** Who leads an election: the candidate's name, its term's epoch, and when the term began. */
+export interface LeaderInfo {
+  /** The candidate's name, as it campaigned (`leader(name, { candidate })`). */
+  readonly candidate: string;
+  /**
+   * The term's fencing token: strictly increasing over every term of the election's name, never
+   * repeated (Redis `TIME` in microseconds, or the last epoch + 1; its key never expires).
+   */
+  readonly epoch: number;
+  /** When the term began, by Redis's clock: milliseconds since the Unix epoch. */
+  readonly since: number;
+}
+
+/**
+ * This caller's term as leader, from `election.campaign()`. The watchdog renews it until `resign()`,
+ * `client.close()` (then it ends with its lease), or a loss: Redis unreachable for a lease, or the
+ * term's key gone. It is never ended by garbage collection: a leader leads until it resigns or its
+ * process ends. Pass `epoch` to what the leader writes, as a fencing token.
+ *
+ * @example
+ * ```ts
+ * await using leadership = await client.leader('scheduler').campaign();
+ * await runScheduler({ signal: leadership.signal, epoch: leadership.epoch });
+ * ```
+ */
+export interface Leadership extends LeaderInfo, AsyncDisposable {
+  /**
+   * Aborts when the term ends: lost (`LockLostError`, `ERR_LOCK_LOST`: not renewed in time, so
+   * aborted before the lease can end on Redis and another lead), given up (`LockError`,
+   * `ERR_LOCK_RESIGNED`, at the call of `resign()`), or its client closed (`LockLostError`: the
+   * term is renewed no more and ends with its lease).
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Gives the term up: the signal aborts at once, the term's key goes, and the next candidate is
+   * woken. Resolves also when the term had ended already (the signal says why).
+   * @throws {LockError} `ERR_LOCK_UNREACHABLE` when Redis could not be reached (relock sends it again;
+   *   the term ends with its lease at the latest); `ERR_LOCK_CLOSED` after `client.close()`.
+   */
+  resign(): Promise<void>;
+}
+
+/**
+ * A leader election by name: get one from `client.leader(name, options)` (cheap, no I/O). One
+ * candidate leads at a time across every process; the others' campaigns wait, woken by pub/sub.
+ *
+ * @example
+ * ```ts
+ * const election = client.leader('scheduler', { candidate: `${hostname()}:${process.pid}` });
+ * for await (const leader of election.observe({ signal })) console.log('leader now', leader?.candidate ?? 'nobody');
+ * ```
+ */
+export interface Election {
+  /** The election's name. */
+  readonly name: string;
+  /**
+   * Waits until this caller leads, for at most `waitMs` (default: for ever), woken by pub/sub when
+   * a term ends (and by the term's lease end when its leader died), and returns the term. Each call
+   * is a candidate of its own: two campaigns of one process wait for each other.
+   * @throws {LockTimeoutError} when `waitMs` elapsed first; the signal's reason when it aborted.
+   * @throws {LockError} `ERR_LOCK_UNREACHABLE` when Redis could not be reached.
+   * @throws {TypeError | RangeError} for bad options, before any I/O.
+   */
+  campaign(options?: CampaignOptions): Promise<Leadership>;
+  /** Who leads now, read from Redis; null when nobody does. */
+  current(): Promise<LeaderInfo | null>;
+  /**
+   * Every change of leader, pushed (pub/sub), not polled: first who leads when the iteration begins
+   * (or null), then each new term and each end, in order of epoch, never an epoch twice or going back.
+   * A term that ends by its lease (its leader died or was cut off) publishes nothing: it is seen at
+   * the lease's end, by one read. A term that ends and the next that begins within one message's
+   * travel may show no null between them. The iteration ends when `signal` aborts, when the loop
+   * breaks, or when the client closes.
+   * @throws {LockError} `ERR_LOCK_UNREACHABLE` from the first step when Redis could not be reached
+   *   (later outages are waited out: the iteration reads again once the subscriber is back).
+   */
+  observe(options?: ObserveOptions): AsyncIterable<LeaderInfo | null>;
 }

@@ -1,15 +1,16 @@
 // LockClient: owns the connections it made and the Runtime; the factories of every lock kind.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { CountDownLatch, Job, Lock, ReadWriteLock, Semaphore } from './api.ts';
+import type { CountDownLatch, Election, Job, Lock, ReadWriteLock, Semaphore } from './api.ts';
 import { portOf } from './port/clients.ts';
 import { useIoredis } from './port/ioredis-connection.ts';
 import type { RedisPort } from './port/port.ts';
 import { closedError, LockError, LockLostError } from './errors.ts';
 import { MultiLockImpl, type MultiLock } from './multi-lock/multi-lock.ts';
 import { checkJobOptions } from './job/job.ts';
+import { checkLeaderOptions } from './leader/leader.ts';
 import type { LockBase } from './lock-base.ts';
-import type { AnyRedisClient, JobOptions, Layout, LockClientOptions, LockOptions, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
+import type { AnyRedisClient, JobOptions, LeaderOptions, Layout, LockClientOptions, LockOptions, RedisConnectionOptions, SemaphoreOptions } from './options.ts';
 import { checkServers } from './topology/quorum-servers.ts';
 import { createRedlock } from './topology/quorum-setup.ts';
 import { Runtime } from './runtime/runtime.ts';
@@ -260,6 +261,24 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    */
   job(name: string, options: JobOptions): Job {
     return this.#kinds.job(this.prefix, checkName(name), checkJobOptions(options));
+  }
+
+  /**
+   * A leader election by name: `campaign()` waits (woken by pub/sub) until this caller leads and
+   * returns its term, whose `epoch` is a fencing token and whose `signal` aborts when the term ends;
+   * `current()` reads who leads; `observe()` iterates every change. Cheap: no I/O. See docs/jobs.md.
+   * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
+   * @param options `candidate` (default `<hostname>:<pid>`) and `leaseMs` (default the client's)
+   * @throws {TypeError | RangeError} for a bad name or options; {LockError} `ERR_LOCK_UNSUPPORTED` on
+   *   a Redlock client and in the Redisson layout (docs/jobs.md says why).
+   * @example
+   * ```ts
+   * await using term = await client.leader('scheduler').campaign();
+   * await runScheduler({ signal: term.signal, epoch: term.epoch });
+   * ```
+   */
+  leader(name: string, options?: LeaderOptions): Election {
+    return this.#kinds.leader(this.prefix, checkName(name), checkLeaderOptions(options));
   }
 
   /** How many acquires of this client are waiting now (for monitoring). */

@@ -4,7 +4,7 @@ import { channel, tracingChannel, type TracingChannel } from 'node:diagnostics_c
 import type { Lease } from './api.ts';
 
 /** The kinds of lock a diagnostics message can be about. */
-export type LockKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'multi-lock';
+export type LockKind = 'lock' | 'fair-lock' | 'read-lock' | 'write-lock' | 'semaphore' | 'multi-lock' | 'leader';
 
 /** Where a client's locks live: one server, a Cluster, or a Redlock quorum of independent masters. */
 export type TopologyKind = 'single' | 'cluster' | 'redlock';
@@ -33,7 +33,7 @@ export interface ClientTraits {
 export interface AcquireTraceContext {
   /** The lock's name (a multi-lock's joined name). */
   readonly name: string;
-  /** Which kind of lock: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `multi-lock`. */
+  /** Which kind of lock: `lock`, `fair-lock`, `read-lock`, `write-lock`, `semaphore`, `multi-lock`, or `leader` (a campaign; its lease is the term). */
   readonly kind: LockKind;
   /** The `LockClient#id` of the client that acquires or releases. */
   readonly clientId: string;

@@ -34,6 +34,8 @@ export type LockErrorCode =
   | 'ERR_LOCK_EVICTION_POLICY'
   /** A warning: a lease renewed by the watchdog was garbage-collected without a release; relock stopped renewing it, so its lock ends with its lease. */
   | 'ERR_LOCK_ABANDONED'
+  /** A leadership was given up by `resign()` (or `await using`): the reason of its aborted `signal`. */
+  | 'ERR_LOCK_RESIGNED'
   /** A warning: an acquire has waited longer than a lease for a lock that its own client holds (`await using` outside the holder's context). */
   | 'ERR_LOCK_SELF_WAIT'
   /** Redlock: too few masters answered for a majority; the message names each unreachable server (host:port) and its error. */

@@ -4,13 +4,13 @@
  *
  * @module relock
  */
-export type { CountDownLatch, Job, JobResult, Lease, Lock, ReadWriteLock, Semaphore } from './api.ts';
+export type { CountDownLatch, Election, Job, JobResult, LeaderInfo, Leadership, Lease, Lock, ReadWriteLock, Semaphore } from './api.ts';
 export { LockClient, type LockClientEvents } from './client.ts';
 export type { AcquireTraceContext, LockKind, LostMessage, RenewMessage, TopologyKind, WakeMessage } from './diagnostics.ts';
 export type { MultiLock } from './multi-lock/multi-lock.ts';
 export type { MultiLease } from './multi-lock/multi-lease.ts';
 export { LockError, LockLostError, LockNotHeldError, LockTimeoutError, type LockErrorCode, type LockErrorOptions } from './errors.ts';
-export type { AcquireOptions, JobOptions, LatchWaitOptions, Layout, LockClientOptions, LockOptions, SemaphoreOptions, TryAcquireOptions, TrySetCountOptions } from './options.ts';
+export type { AcquireOptions, CampaignOptions, JobOptions, LatchWaitOptions, LeaderOptions, ObserveOptions, Layout, LockClientOptions, LockOptions, SemaphoreOptions, TryAcquireOptions, TrySetCountOptions } from './options.ts';
 export type {
   AnyRedisClient,
   GlideClientLike,

@@ -98,6 +98,15 @@ export class LeaseImpl implements Lease {
     this.#hold.endBy(maxHoldMs, this.holdCount > 1);
   }
 
+  /**
+   * Keeps the hold renewed even when this lease becomes unreachable (a leadership: a leader leads until
+   * it resigns or its process ends, not until its object is collected).
+   */
+  keep(): this {
+    abandoned.unregister(this);
+    return this;
+  }
+
   /** Gives the whole hold back, even after close(): its acquire gave up, so nobody owns it. Errors are swallowed. */
   giveBack(): void {
     this.#released = true;

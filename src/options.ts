@@ -239,3 +239,38 @@ export interface LatchWaitOptions {
   /** Cancels the wait: it rejects with `signal.reason`. */
   signal?: AbortSignal | undefined;
 }
+
+/**
+ * Options of `client.leader(name, options)`.
+ *
+ * @example
+ * ```ts
+ * const election = client.leader('scheduler', { candidate: 'worker-3', leaseMs: 10_000 });
+ * ```
+ */
+export interface LeaderOptions {
+  /**
+   * The name this caller leads under, as `current()` and `observe()` show it (any non-empty string
+   * up to 1024 characters). @default `<hostname>:<pid>`
+   */
+  candidate?: string | undefined;
+  /**
+   * The term's lease in milliseconds, renewed by the watchdog every third of it: how long a dead
+   * leader keeps the others waiting. At least 30. @default the client's `leaseMs`
+   */
+  leaseMs?: number | undefined;
+}
+
+/** Options of `election.campaign()`. */
+export interface CampaignOptions {
+  /** How long to wait to lead, in milliseconds (0: one attempt). @default Infinity */
+  waitMs?: number | undefined;
+  /** Stops waiting when aborted: the campaign rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+/** Options of `election.observe()`. */
+export interface ObserveOptions {
+  /** Ends the iteration when aborted. */
+  signal?: AbortSignal | undefined;
+}

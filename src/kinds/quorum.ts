@@ -27,6 +27,12 @@ export function quorumKinds(shared: RedlockShared): Kinds {
         code: 'ERR_LOCK_UNSUPPORTED',
       });
     },
+    leader(_prefix, name) {
+      throw new LockError(`leader("${name}"): a Redlock client (redis given as an array of masters) has no leader election: observers would have to merge the changes of every master; use a client of one server or a Cluster, or lock() on this client (its fencing token is the term's epoch)`, {
+        lockName: name,
+        code: 'ERR_LOCK_UNSUPPORTED',
+      });
+    },
     job(_prefix, name) {
       throw new LockError(`job("${name}"): a Redlock client (redis given as an array of masters) has no jobs yet: a run's window would have to be kept on a majority of masters; use a client of one server or a Cluster`, {
         lockName: name,

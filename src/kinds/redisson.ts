@@ -59,5 +59,6 @@ export function redissonKinds(runtime: Runtime): Kinds {
     },
     countDownLatch: () => unsupported('countDownLatch()', "Redisson's RCountDownLatch is not part of the layout"),
     job: () => unsupported('job()', "Redisson has no jobs run once per window, and a run's window is not a state RLock knows"),
+    leader: () => unsupported('leader()', 'Redisson has no leader election (its answer is an RLock), and a term\'s candidate and epoch are not a state RLock knows: elect with a client of the relock layout, or hold an RLock with lock()'),
   };
 }

@@ -22,7 +22,7 @@ export interface Member {
  * one resource: their ranks are next to each other, so nothing a multi-lock holds can sit between
  * them (write before read, as a downgrade takes them).
  */
-const RANK: Readonly<Record<LockKind, number>> = { lock: 0, 'fair-lock': 1, 'write-lock': 2, 'read-lock': 3, semaphore: 4, 'multi-lock': 5 };
+const RANK: Readonly<Record<LockKind, number>> = { lock: 0, 'fair-lock': 1, 'write-lock': 2, 'read-lock': 3, semaphore: 4, 'multi-lock': 5, leader: 6 };
 
 /**
  * The deadlock-free order: by name, then by kind, field by field. Never by key or by any string made

@@ -46,6 +46,8 @@ export interface HoldInit {
   readonly renewable: boolean;
   /** The owner id; a fresh one (`runtime.newOwner()`) when absent. */
   readonly owner?: string;
+  /** The lease each renewal gives it, when not the client's (a leader's own `leaseMs`). */
+  readonly renewLeaseMs?: number | undefined;
 }
 
 export class Hold implements Renewable {
@@ -54,6 +56,7 @@ export class Hold implements Renewable {
   readonly owner: string;
   readonly renewer: Renewer;
   readonly renewable: boolean;
+  readonly renewLeaseMs: number | undefined;
   #held = false;
   #acquiredAt = Number.POSITIVE_INFINITY;
   #count = 0;
@@ -78,6 +81,7 @@ export class Hold implements Renewable {
     this.key = init.key;
     this.renewer = init.renewer;
     this.renewable = init.renewable;
+    this.renewLeaseMs = init.renewLeaseMs;
     this.owner = init.owner ?? runtime.newOwner();
   }
 

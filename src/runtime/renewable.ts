@@ -27,6 +27,8 @@ export interface Renewable {
   readonly renewer: Renewer;
   /** Taken for the watchdog to renew (true) or on a fixed lease that only ends (false). */
   readonly renewable: boolean;
+  /** The lease each renewal gives it, when not the client's (a leader's own `leaseMs`). */
+  readonly renewLeaseMs?: number | undefined;
   /** Whether the acquire went through; a renewal that finds nothing before that is no loss. */
   readonly held: boolean;
   /** clock.now() when the acquire that took it was sent. */

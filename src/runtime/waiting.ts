@@ -22,6 +22,13 @@ export interface Inbox {
   resubscribed(): void;
 }
 
+/** Hears every message of a channel beside its waiters (an election's observers): see `WaitingRoom#listen`. */
+export interface Listener {
+  message(message: string): void;
+  /** Messages may have been lost (the subscriber reconnected). */
+  resubscribed(): void;
+}
+
 /** How a room treats its local queue; set by the waiter that opens the room. */
 export interface RoomOptions {
   /**
@@ -58,6 +65,8 @@ export class WaitingRoom implements Inbox {
    */
   readonly #heard = new Map<string, number>();
   readonly #clientId: string;
+  /** Channel -> who hears its every message, beside its room. */
+  readonly #listeners = new Map<string, Set<Listener>>();
   #subscriber: Subscriber | undefined;
 
   constructor(clientId: string) {
@@ -73,9 +82,26 @@ export class WaitingRoom implements Inbox {
     return !this.#rooms.has(channel);
   }
 
-  /** Whether the channel is subscribed, or being subscribed: it has waiters, or lingers after them. */
+  /** Whether the channel is subscribed, or being subscribed: it has waiters or listeners, or lingers after waiters. */
   listening(channel: string): boolean {
-    return this.#rooms.has(channel) || this.#lingering.has(channel);
+    return this.#rooms.has(channel) || this.#lingering.has(channel) || this.#listeners.has(channel);
+  }
+
+  /**
+   * Subscribes (once per channel, shared with its waiters) and hands the listener every message of
+   * the channel until the returned function is called. Rejects, with nothing subscribed, when the
+   * subscription fails.
+   */
+  async listen(channel: string, listener: Listener): Promise<() => void> {
+    await this.#subscriber!.subscribe(channel);
+    let listeners = this.#listeners.get(channel);
+    if (!listeners) this.#listeners.set(channel, (listeners = new Set()));
+    listeners.add(listener);
+    return () => {
+      if (!listeners.delete(listener)) return;
+      if (listeners.size === 0 && this.#listeners.get(channel) === listeners) this.#listeners.delete(channel);
+      this.#subscriber!.unsubscribe(channel);
+    };
   }
 
   /**
@@ -154,6 +180,8 @@ export class WaitingRoom implements Inbox {
 
   message(channel: string, message: string): void {
     this.#hear(channel);
+    const listeners = this.#listeners.get(channel);
+    if (listeners) for (const listener of listeners) listener.message(message);
     const room = this.#rooms.get(channel);
     if (!room) return;
     if (diagnostics.wake.hasSubscribers) diagnostics.wake.publish({ clientId: this.#clientId, name: room.name } satisfies WakeMessage);
@@ -162,6 +190,7 @@ export class WaitingRoom implements Inbox {
 
   resubscribed(): void {
     for (const channel of this.#lingering.keys()) this.#hear(channel);
+    for (const listeners of this.#listeners.values()) for (const listener of listeners) listener.resubscribed();
     for (const room of this.#rooms.values()) for (const waiter of room.queue) waiter.wake();
   }
 

@@ -116,9 +116,18 @@ export class Watchdog {
     if (this.#stopped) return;
     if (!this.#holds.has(hold)) {
       this.#holds.add(hold);
-      if (this.#record(hold).renewing && this.#renewables++ === 0) this.#nextRenewalAt = this.#clock.now() + this.#leaseMs / 3;
+      if (this.#record(hold).renewing) {
+        const periodAt = this.#clock.now() + this.#leaseOf(hold) / 3;
+        // The first renewable after none starts a renewal period; a shorter lease than any so far shortens it.
+        if (this.#renewables++ === 0 || periodAt < this.#nextRenewalAt) this.#nextRenewalAt = periodAt;
+      }
     }
     this.#wakeBy(this.#due(hold));
+  }
+
+  /** The lease a renewal gives the hold: its own, or the client's. */
+  #leaseOf(hold: Renewable): number {
+    return hold.renewLeaseMs ?? this.#leaseMs;
   }
 
   /** Sets when the hold counts as lost: the lease that began when its command was sent, less the margin. */
@@ -255,7 +264,10 @@ export class Watchdog {
       }
     }
     if (now >= this.#nextRenewalAt && this.#renewables > 0) {
-      this.#nextRenewalAt = now + this.#leaseMs / 3;
+      // Every third of the shortest lease renewed (the client's, or a leader's own shorter one).
+      let shortest = this.#leaseMs;
+      for (const hold of this.#holds) if (hold.renewLeaseMs !== undefined && hold.renewLeaseMs < shortest && this.renews(hold)) shortest = hold.renewLeaseMs;
+      this.#nextRenewalAt = now + shortest / 3;
       // Holds whose call is still out are left out: while it hangs (a silent server), their deadlines
       // still fire, and every other batch is renewed as usual.
       this.#renew(now);
@@ -264,21 +276,22 @@ export class Watchdog {
   }
 
   #renew(sentAt: number): void {
-    // Grouped by renewer (one script per primitive) and, on a Cluster, by slot; then cut into that
-    // renewer's batch size.
-    const groups = new Map<Renewer, Map<number, Renewable[]>>();
+    // Grouped by renewer (one script per primitive), by lease (the client's, or a leader's own) and,
+    // on a Cluster, by slot; then cut into that renewer's batch size.
+    const groups = new Map<Renewer, Map<string, Renewable[]>>();
     for (const hold of this.#holds) {
       if (!this.renews(hold) || this.#renewing.has(hold)) continue;
       let bySlot = groups.get(hold.renewer);
       if (!bySlot) groups.set(hold.renewer, (bySlot = new Map()));
-      const slot = this.#slotOf ? this.#slotOf(hold.key) : 0;
+      const slot = `${this.#slotOf ? this.#slotOf(hold.key) : 0}:${this.#leaseOf(hold)}`;
       const group = bySlot.get(slot);
       if (group) group.push(hold);
       else bySlot.set(slot, [hold]);
     }
     for (const [renewer, bySlot] of groups) {
       for (const holds of bySlot.values()) {
-        for (let i = 0; i < holds.length; i += renewer.batch) this.#send(renewer, holds.slice(i, i + renewer.batch), sentAt);
+        const leaseMs = this.#leaseOf(holds[0]!);
+        for (let i = 0; i < holds.length; i += renewer.batch) this.#send(renewer, holds.slice(i, i + renewer.batch), sentAt, leaseMs);
       }
     }
   }
@@ -288,13 +301,13 @@ export class Watchdog {
    * renewed this round (reported as ERR_LOCK_UNREACHABLE), its holds go into a later round again, and
    * their releases stop waiting for it. An answer that comes after the bound still counts.
    */
-  #send(renewer: Renewer, batch: Renewable[], sentAt: number): void {
+  #send(renewer: Renewer, batch: Renewable[], sentAt: number, leaseMs: number): void {
     let finish!: () => void;
     const settled = new Promise<void>((resolve) => (finish = resolve));
     const call: Call = { holds: batch, settled, finish, timer: undefined };
     this.#calls.add(call);
     for (const hold of batch) this.#renewing.set(hold, call);
-    const boundMs = renewalBoundMs(this.#leaseMs);
+    const boundMs = renewalBoundMs(leaseMs);
     call.timer = this.#clock.setTimeout(() => {
       if (!this.#settle(call)) return;
       const names = batch.map((hold) => `"${hold.name}"`);
@@ -312,13 +325,13 @@ export class Watchdog {
     const heldAtSend = batch.map((hold) => hold.held);
     let renewal: Promise<boolean[]>;
     try {
-      renewal = renewer.renew(batch, this.#leaseMs);
+      renewal = renewer.renew(batch, leaseMs);
     } catch (error) {
       renewal = Promise.reject(error);
     }
     renewal.then(
       (renewed) => {
-        this.#renewed(batch, renewed, heldAtSend, sentAt);
+        this.#renewed(batch, renewed, heldAtSend, sentAt, leaseMs);
         this.#settle(call);
       },
       (error: unknown) => {
@@ -339,7 +352,7 @@ export class Watchdog {
   }
 
   /** Applies a batch's answer: a new deadline where renewed, a loss where the hold was found gone. */
-  #renewed(batch: readonly Renewable[], renewed: readonly boolean[], heldAtSend: readonly boolean[], sentAt: number): void {
+  #renewed(batch: readonly Renewable[], renewed: readonly boolean[], heldAtSend: readonly boolean[], sentAt: number, leaseMs: number): void {
     if (diagnostics.renew.hasSubscribers) {
       diagnostics.renew.publish({ clientId: this.#clientId, names: batch.filter((_, i) => renewed[i]).map((hold) => hold.name) } satisfies RenewMessage);
     }
@@ -347,7 +360,7 @@ export class Watchdog {
       if (!this.#holds.has(hold) || !this.renews(hold)) return;
       if (renewed[i]) {
         // Never earlier: an answer past its bound may land after a later call's.
-        this.#extend(this.#record(hold), hold, sentAt, this.#leaseMs);
+        this.#extend(this.#record(hold), hold, sentAt, leaseMs);
         this.#wakeBy(this.#due(hold));
       } else if (heldAtSend[i] && hold.held) {
         this.lose(hold, new LockLostError(`Lock "${hold.name}" expired or was force-unlocked while held`, { lockName: hold.name }));

@@ -21,12 +21,13 @@ import { each, shared, startDeployment, type Deployment, type Topology } from '.
 import { describe, eventually } from '../helpers/describe.ts';
 import { fixtureOn } from '../helpers/fixture.ts';
 import { latchContract } from './latch-contract.ts';
+import { leaderContract } from './leader-contract.ts';
 import { lockContract, type LockContractOptions } from './lock-contract.ts';
 import { semaphoreContract } from './semaphore-contract.ts';
 
 export type Layout = 'relock' | 'redisson';
-type Kind = 'lock' | 'fairLock' | 'writeLock' | 'readLock' | 'multiLock' | 'semaphore' | 'latch';
-type Suite = 'lockContract' | 'semaphoreContract' | 'latchContract';
+type Kind = 'lock' | 'fairLock' | 'writeLock' | 'readLock' | 'multiLock' | 'semaphore' | 'latch' | 'leader';
+type Suite = 'lockContract' | 'semaphoreContract' | 'latchContract' | 'leaderContract';
 
 /** Each kind: how the suites name it, the file that runs its cells, and (a Lock) the lock of a name on a client. */
 const KINDS: Record<Kind, { readonly label: string; readonly file: string; readonly lock?: (client: LockClient, name: string) => Lock }> = {
@@ -39,6 +40,7 @@ const KINDS: Record<Kind, { readonly label: string; readonly file: string; reado
   multiLock: { label: 'client.multiLock()', file: 'multi-lock', lock: (client, name) => client.multiLock([client.lock(`${name}:b`), client.lock(`${name}:a`)]) },
   semaphore: { label: 'client.semaphore() with one permit', file: 'semaphore' },
   latch: { label: 'client.countDownLatch()', file: 'latch' },
+  leader: { label: 'client.leader()', file: 'leader' },
 };
 
 const WHERE: Record<Topology, string> = { server: '', cluster: ' on a Redis Cluster', redlock: ' on a Redlock client of 3 masters' };
@@ -133,6 +135,7 @@ export const CELLS: readonly Cell[] = [
   { kind: 'multiLock', topology: 'server', layout: 'relock', suite: 'lockContract', options: MULTI },
   { kind: 'semaphore', topology: 'server', layout: 'relock', suite: 'semaphoreContract' },
   { kind: 'latch', topology: 'server', layout: 'relock', suite: 'latchContract' },
+  { kind: 'leader', topology: 'server', layout: 'relock', suite: 'leaderContract' },
   // relock's layout: a Redis Cluster of 3 masters
   { kind: 'lock', topology: 'cluster', layout: 'relock', suite: 'lockContract' },
   { kind: 'fairLock', topology: 'cluster', layout: 'relock', suite: 'lockContract', options: FAIR, unless: SHARDED },
@@ -141,6 +144,7 @@ export const CELLS: readonly Cell[] = [
   { kind: 'multiLock', topology: 'cluster', layout: 'relock', suite: 'lockContract', options: MULTI },
   { kind: 'semaphore', topology: 'cluster', layout: 'relock', suite: 'semaphoreContract' },
   { kind: 'latch', topology: 'cluster', layout: 'relock', suite: 'latchContract' },
+  { kind: 'leader', topology: 'cluster', layout: 'relock', suite: 'leaderContract' },
   // relock's layout: a Redlock client of 3 masters (the latch is refused there: ERR_LOCK_UNSUPPORTED;
   // multiLock over quorum locks is not a cell yet: test/integration/redlock/lock.test.ts covers it)
   { kind: 'lock', topology: 'redlock', layout: 'relock', suite: 'lockContract', options: { ...SHARED, ...RECHECK }, afterwards: [NO_PARTIAL_LOCK] },
@@ -240,7 +244,8 @@ function run(cell: Cell, servers: () => Promise<Deployment>): void {
       };
     });
   } else {
-    latchContract(label, async () => {
+    const suite = cell.suite === 'latchContract' ? latchContract : leaderContract;
+    suite(label, async () => {
       const f = fixtureOn(await servers());
       return { client: () => f.client(clientOptions), admins: f.admins, stop: () => f.close() };
     });

@@ -17,7 +17,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import { describe } from '../helpers/describe.ts';
 
 const src = join(import.meta.dirname, '..', '..', 'src');
-const PRIMITIVES = ['lock', 'fair-lock', 'rw-lock', 'semaphore', 'multi-lock', 'latch', 'job'];
+const PRIMITIVES = ['lock', 'fair-lock', 'rw-lock', 'semaphore', 'multi-lock', 'latch', 'job', 'leader'];
 const CLIENT_LIBRARIES = /^(ioredis|iovalkey|redis|@redis\/.*|@valkey\/valkey-glide)$/;
 
 /** `file -> target` of an import that breaks a rule today; `target` is a folder of src/ or a package. */

@@ -405,6 +405,14 @@ describe('Error codes: one per failure kind (issue 7, 2.3)', (it) => {
         return within(warned, 1_000, 'the abandonment warning');
       },
     ],
+    ERR_LOCK_RESIGNED: [
+      "the reason of a leadership's signal after resign()",
+      async () => {
+        const term = await s.client.leader(uniqueName()).campaign();
+        await term.resign();
+        return term.signal.reason;
+      },
+    ],
     ERR_LOCK_SELF_WAIT: [
       "the 'warning' when an acquire waits longer than a lease for a lock its own client holds",
       async () => {
