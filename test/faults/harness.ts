@@ -265,7 +265,13 @@ export class Run {
     if (this.kind === 'multi-lock') throw new Error(`${this.name}: a multi-lock has no key of its own (its members are ${this.members.join(', ')})`);
     // Redisson's layout: every kind's main key is the bare name (the hash, or a semaphore's count).
     if (TEST_LAYOUT === 'redisson') return this.#lockName;
-    return this.kind === 'fair-lock' ? `${key}:fair` : this.kind === 'semaphore' ? `${key}:sem` : this.kind === 'rw-lock' ? `${key}:rw` : key;
+    const suffix = { 'fair-lock': ':fair', semaphore: ':sem', 'rw-lock': ':rw', leader: ':leader' } as Partial<Record<LockKind, string>>;
+    return `${key}${suffix[this.kind] ?? ''}`;
+  }
+
+  /** The name the workers contend on, and their key prefix: a client of the test's own can take part. */
+  get lockName(): { readonly prefix: string; readonly name: string } {
+    return { prefix: this.#prefix, name: this.#lockName };
   }
 
   /**

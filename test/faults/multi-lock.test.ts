@@ -5,8 +5,8 @@
 // on a shared member. A paused holder's late writes are fenced per member, but only a member that
 // a later section wrote rejects them, so they are not asserted stale here.
 import { describe } from '../helpers/describe.ts';
-import { familyScenarios } from './family.ts';
+import { familyScenarios, NEGATIVE } from './family.ts';
 
 describe('faults: multi-lock', (it) => {
-  familyScenarios(it, { kind: 'multi-lock', label: 'multi-lock', options: { members: 4 }, staleLateWrite: false });
+  familyScenarios(it, { kind: 'multi-lock', label: 'multi-lock', options: { members: 4 }, staleLateWrite: false, negative: NEGATIVE });
 });

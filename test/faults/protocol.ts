@@ -10,7 +10,7 @@ export function now(): number {
 }
 
 /** The lock primitives the fault suite runs against. */
-export type LockKind = 'lock' | 'fair-lock' | 'semaphore' | 'rw-lock' | 'multi-lock';
+export type LockKind = 'lock' | 'fair-lock' | 'semaphore' | 'rw-lock' | 'multi-lock' | 'leader';
 
 /** A multi-lock section's part on one member: that member's own token, and its counter's read-modify-write. */
 export interface MemberSection {
@@ -149,8 +149,8 @@ export interface WorkerConfig {
   readonly name: string;
   /**
    * Which primitive the loops contend on: `client.lock(name)`, `client.fairLock(name)`,
-   * `client.semaphore(name, { permits })`, `client.readWriteLock(name)`, or `client.multiLock()` over
-   * some of `members`.
+   * `client.semaphore(name, { permits })`, `client.readWriteLock(name)`, `client.multiLock()` over
+   * some of `members`, or `client.leader(name)` (a section is a term: campaign, then resign).
    */
   readonly kind: LockKind;
   /** Semaphore: the limit, and the most permits one acquire asks for (1 to that many, seeded). */

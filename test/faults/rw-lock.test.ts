@@ -3,8 +3,8 @@
 // section beside any other section; the writes alone pass the lock's check (increasing tokens, the
 // counter's fenced read-modify-write chain); a reader that read the counter twice saw no change.
 import { describe } from '../helpers/describe.ts';
-import { familyScenarios } from './family.ts';
+import { familyScenarios, NEGATIVE } from './family.ts';
 
 describe('faults: read-write lock', (it) => {
-  familyScenarios(it, { kind: 'rw-lock', label: 'rw-lock', options: { readRatio: 0.7 }, holdMode: 'write', staleLateWrite: true });
+  familyScenarios(it, { kind: 'rw-lock', label: 'rw-lock', options: { readRatio: 0.7 }, holdMode: 'write', staleLateWrite: true, negative: NEGATIVE });
 });

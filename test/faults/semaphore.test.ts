@@ -3,8 +3,8 @@
 // The checker sums the permits of the sections holding at each instant: never above 3. A holder's
 // section INCRs a counter (no fence: holders run side by side), which must match the sections logged.
 import { describe } from '../helpers/describe.ts';
-import { familyScenarios } from './family.ts';
+import { familyScenarios, NEGATIVE } from './family.ts';
 
 describe('faults: semaphore', (it) => {
-  familyScenarios(it, { kind: 'semaphore', label: 'semaphore', options: { permits: 3, maxPermits: 2 }, staleLateWrite: false });
+  familyScenarios(it, { kind: 'semaphore', label: 'semaphore', options: { permits: 3, maxPermits: 2 }, staleLateWrite: false, negative: NEGATIVE });
 });

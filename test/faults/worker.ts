@@ -74,6 +74,20 @@ interface Family {
 const family = client as unknown as Family;
 const semaphore = config.kind === 'semaphore' ? family.semaphore(config.name, { permits: config.permits ?? 1 }) : undefined;
 const rwLock = config.kind === 'rw-lock' ? family.readWriteLock(config.name) : undefined;
+const election = config.kind === 'leader' ? client.leader(config.name, { candidate: `worker-${worker}` }) : undefined;
+
+/**
+ * A term as a section's lease: its epoch the token, resign() the release (it resolves after a loss,
+ * which the signal told), its signal's aborts but the resignation's own (a release, not a loss).
+ */
+async function term(): Promise<Lease> {
+  const leadership = await election!.campaign();
+  const lost = new AbortController();
+  const follow = () => (leadership.signal.reason as { code?: string }).code !== 'ERR_LOCK_RESIGNED' && lost.abort(leadership.signal.reason);
+  if (leadership.signal.aborted) follow();
+  else leadership.signal.addEventListener('abort', follow, { once: true });
+  return { name: config!.name, fencingToken: leadership.epoch, holdCount: 1, signal: lost.signal, release: () => leadership.resign(), run: (fn) => Promise.resolve(fn()), [Symbol.asyncDispose]: () => leadership.resign() };
+}
 
 /** mulberry32: the per-section choices, seeded. */
 let seed = (config.seed ?? worker + 1) >>> 0;
@@ -114,6 +128,8 @@ function choose(): Choice {
       const members = names.slice(0, 2 + Math.floor(random() * Math.min(2, names.length - 1)));
       return { members, acquire: (options) => client.multiLock(members.map((name) => client.lock(name))).acquire(options) };
     }
+    case 'leader':
+      return { acquire: term };
     default:
       return { acquire: (options) => lock.acquire(options) };
   }
