@@ -24,7 +24,7 @@ export const GROUPS: Record<string, readonly string[]> = {
 };
 
 /** A client family's groups: the contract suites, Redlock, Cluster (and a failover on it) and the short fault run. */
-export const FULL = ['contract', 'integration/job', 'integration/redlock', 'integration/cluster', 'integration/multi-lock/cluster.test.ts', 'integration/failover/cluster.test.ts', 'faults-short'];
+export const FULL = ['contract', 'integration/job', 'integration/leader', 'integration/redlock', 'integration/cluster', 'integration/multi-lock/cluster.test.ts', 'integration/failover/cluster.test.ts', 'faults-short'];
 /** The client families of the client matrix and the groups each runs (RELOCK_TEST_CLIENT names the family). */
 export const FAMILIES: Record<string, readonly string[]> = {
   iovalkey: FULL,

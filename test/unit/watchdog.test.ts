@@ -39,9 +39,10 @@ interface TestHold extends Renewable {
   readonly losses: LockLostError[];
 }
 
-function makeHold(name: string, renewer: Renewer, options: { renewable?: boolean; key?: string } = {}): TestHold {
+function makeHold(name: string, renewer: Renewer, options: { renewable?: boolean; key?: string; renewLeaseMs?: number } = {}): TestHold {
   const losses: LockLostError[] = [];
   const hold: TestHold = {
+    ...(options.renewLeaseMs === undefined ? {} : { renewLeaseMs: options.renewLeaseMs }),
     name,
     key: options.key ?? `relock:{${name}}`,
     owner: `client-1:${name}`,
@@ -122,6 +123,41 @@ describe('Watchdog renewal', (it) => {
     }
     assert.is(hold.losses.length, 0);
     assert.ok(hold.held);
+  });
+
+  it('renews a hold with its own lease (a leader\'s) every third of it, beside the client lease, in separate calls', async () => {
+    const { clock, watchdog } = setup(3_000);
+    const renewer = new FakeRenewer(500, clock);
+    const plain = makeHold('plain', renewer);
+    const own = makeHold('own', renewer, { renewLeaseMs: 300 });
+    acquireHold(watchdog, plain, clock.now(), 3_000);
+    acquireHold(watchdog, own, clock.now(), 300);
+    assert.is(watchdog.deadlineOf(own), 1_000 + 300 - 30);
+    await clock.advanceAsync(100);
+    assert.equal(
+      renewer.calls.map((call) => [call.names, call.leaseMs]),
+      [
+        [['plain'], 3_000],
+        [['own'], 300],
+      ],
+      'a period of a third of the shortest lease; one call per lease',
+    );
+    renewer.answerAll();
+    await flush();
+    assert.is(watchdog.deadlineOf(own), 1_100 + 300 - 30, 'its own lease from the send');
+    assert.is(watchdog.deadlineOf(plain), 1_100 + 3_000 - 300);
+    for (let i = 0; i < 20; i++) {
+      await clock.advanceAsync(100);
+      renewer.answerAll();
+      await flush();
+    }
+    assert.is(own.losses.length + plain.losses.length, 0);
+    // Unanswered from now on: the own-lease hold is lost at its own deadline, the other is not yet.
+    const sentAt = clock.now();
+    await clock.advanceAsync(300);
+    assert.is(own.losses.length, 1, 'lost within its own lease');
+    assert.is(plain.losses.length, 0);
+    assert.ok(watchdog.deadlineOf(plain) > sentAt + 2_000);
   });
 
   it("cuts the holds into batches of the renewer's size", async () => {
