@@ -213,7 +213,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * `lock(name)`'s. Cheap: no I/O. On a Redlock client each side is held on a majority of masters
    * (docs/read-write-lock.md#on-a-redlock-client).
    * @param name a non-empty string of at most 1024 bytes, well-formed UTF-16
-   * @throws {TypeError | RangeError} for a bad name.
+   * @param options `maxHoldMs`: the longest a hold of either side may last (see {@link LockOptions})
+   * @throws {TypeError | RangeError} for a bad name or options.
    * @example
    * ```ts
    * const config = client.readWriteLock('config');
@@ -221,8 +222,11 @@ export class LockClient extends EventEmitter<LockClientEvents> {
    * await config.writeLock().runExclusive(() => save(next));
    * ```
    */
-  readWriteLock(name: string): ReadWriteLock {
-    return this.#kinds.readWriteLock(this.prefix, checkName(name));
+  readWriteLock(name: string, options?: LockOptions): ReadWriteLock {
+    const rw = this.#kinds.readWriteLock(this.prefix, checkName(name));
+    bounded(rw.writeLock(), options, 'readWriteLock()');
+    bounded(rw.readLock(), options, 'readWriteLock()');
+    return rw;
   }
 
   /**
@@ -310,8 +314,8 @@ export class LockClient extends EventEmitter<LockClientEvents> {
 }
 
 /** The lock, its holds bounded by `options.maxHoldMs` when given (checked before any I/O). */
-function bounded(lock: Lock, options: LockOptions | undefined): Lock {
+function bounded(lock: Lock, options: LockOptions | undefined, where = 'lock()'): Lock {
   if (options === undefined) return lock;
-  const o = checkOptions('lock()', options, ['maxHoldMs']);
+  const o = checkOptions(where, options, ['maxHoldMs']);
   return (lock as LockBase<{ lock: string }>).boundHolds(checkMs('maxHoldMs', o.maxHoldMs, MIN_FIXED_LEASE_MS));
 }

@@ -202,6 +202,11 @@ export interface SemaphoreOptions {
    * limit rejects with `ERR_LOCK_PERMITS_MISMATCH`).
    */
   permits: number;
+  /**
+   * The longest a lease of this semaphore may last, for acquires that set none (`AcquireOptions.maxHoldMs`
+   * wins; this wins over the client's `maxHoldMs`). @default the client's `maxHoldMs`
+   */
+  maxHoldMs?: number | undefined;
 }
 
 /**

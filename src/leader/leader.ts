@@ -89,6 +89,8 @@ export class ElectionImpl implements Election {
           leaseMs,
           attempt: () => this.#attempt(leaseMs, (at) => (since = at)),
           giveBack: (lease) => lease.giveBack(),
+          // Two candidates of one process wait for each other by design: no `await using` trap.
+          warnsSelfWait: false,
         }),
       ).then((lease) => new LeadershipImpl(lease.keep(), this.#settings.candidate, since, runtime.closed));
     } catch (error) {
@@ -144,6 +146,9 @@ class LeadershipImpl implements Leadership {
   }
 
   get signal(): AbortSignal {
+    // The lease's signal checks the term's deadline against the clock when read (after a pause, before
+    // the watchdog's timer ran): its abort reaches this one at once.
+    void this.#lease.signal;
     return this.#controller.signal;
   }
 

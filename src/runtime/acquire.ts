@@ -53,6 +53,11 @@ export interface AcquireRequest<T> {
   readonly tries?: 'head' | 'every';
   /** The room of its channel. @default { lingerMs: LISTEN_AFTER_MS }, wake-ups handed on */
   readonly room?: RoomOptions;
+  /**
+   * Whether a wait behind a hold of this very client is worth a warning (the `await using` trap).
+   * False where callers of one process wait for each other by design (a leader's candidates). @default true
+   */
+  readonly warnsSelfWait?: boolean;
 }
 
 
@@ -288,7 +293,7 @@ async function wait<T>(
       }
       // The `await using` trap: a hold of this very client, taken before this wait began, has not been
       // let go for a whole lease: the waiter is most likely the holder's own code.
-      if (watchdog.clock.now() - startedAt > runtime.leaseMs && watchdog.heldSince(request.key, startedAt)) runtime.warnSelfWait(request.name);
+      if (request.warnsSelfWait !== false && watchdog.clock.now() - startedAt > runtime.leaseMs && watchdog.heldSince(request.key, startedAt)) runtime.warnSelfWait(request.name);
       await waiter!.sleep(hint, stop);
       tryNow = true;
     }

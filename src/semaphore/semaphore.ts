@@ -11,7 +11,7 @@ import { Hold, type HoldScripts } from '../runtime/hold.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import type { WakeRule } from '../runtime/waiting.ts';
 import type { Renewer } from '../runtime/renewable.ts';
-import { checkOptions, checkPermits } from '../validate.ts';
+import { checkMs, checkOptions, checkPermits, MIN_FIXED_LEASE_MS } from '../validate.ts';
 import { SemaphoreCommands, type SemaphoreTopology } from './commands.ts';
 import { semaphoreKeys, type SemaphoreKeys } from './keys.ts';
 
@@ -69,8 +69,9 @@ export class SemaphoreImpl implements Semaphore {
 
   /** @throws {TypeError | RangeError} for bad options, naming `permits`. */
   constructor(shared: SemaphoreShared, prefix: string, name: string, options: SemaphoreOptions) {
-    const o = checkOptions('semaphore()', options ?? {}, ['permits']);
+    const o = checkOptions('semaphore()', options ?? {}, ['permits', 'maxHoldMs']);
     this.permits = checkPermits(o.permits);
+    const maxHoldMs = checkMs('maxHoldMs', o.maxHoldMs, MIN_FIXED_LEASE_MS) ?? shared.runtime.maxHoldMs;
     this.name = name;
     this.#shared = shared;
     const keys = (this.#keys = shared.keys(prefix, name));
@@ -80,7 +81,7 @@ export class SemaphoreImpl implements Semaphore {
       kind: 'semaphore',
       clientId: shared.runtime.clientId,
       traits: shared.runtime.traits,
-      maxHoldMs: shared.runtime.maxHoldMs,
+      maxHoldMs,
       extra: ['permits'],
       check: (o) => this.#wanted(o.permits),
       take: (t, permits) => this.#take(t.waitMs, t.leaseMs, t.signal, permits),

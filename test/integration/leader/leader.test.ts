@@ -55,6 +55,31 @@ describe('leader: on one private server', (it) => {
     assert.match((signal!.reason as Error).message, 'closed');
   });
 
+  it("checks a term's deadline when its signal is read: after a long block, before the watchdog's timer ran", async () => {
+    const term = await s.client.leader(uniqueName('leader'), { leaseMs: 300 }).campaign();
+    assert.not.ok(term.signal.aborted);
+    const until = performance.now() + 500;
+    while (performance.now() < until) {
+      // A synchronous block longer than the lease (a stop-the-world pause): no timer can run.
+    }
+    assert.ok(term.signal.aborted, 'aborted when read, at once');
+    assert.instance(term.signal.reason, LockLostError);
+    await term.resign();
+  });
+
+  it('warns of no self-wait when two candidates of one client wait for each other (they do by design)', async () => {
+    const client = s.f.client({ leaseMs: 300 });
+    const warnings: string[] = [];
+    client.on('warning', (warning) => warnings.push(warning.code));
+    const name = uniqueName('leader');
+    const first = await client.leader(name).campaign();
+    const error = await client.leader(name).campaign({ waitMs: 900 }).catch((e: unknown) => e);
+    assert.is((error as LockError).code, 'ERR_LOCK_TIMEOUT', 'waited three leases');
+    assert.equal(warnings, []);
+    await first.resign();
+    await client.close();
+  });
+
   it('names its candidate <hostname>:<pid> unless told', async () => {
     const name = uniqueName('leader');
     const term = await s.client.leader(name).campaign();

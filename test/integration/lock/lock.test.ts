@@ -1,5 +1,5 @@
 import * as assert from 'uvu/assert';
-import { LockLostError, LockNotHeldError, LockTimeoutError } from '../../../src/index.ts';
+import { LockLostError, LockNotHeldError, LockTimeoutError, type Lease } from '../../../src/index.ts';
 import { describe, eventually, rejects, uniqueName, within } from '../../helpers/describe.ts';
 import { commandStats, setup, sleep } from '../../helpers/fixture.ts';
 
@@ -486,29 +486,37 @@ describe('Edge cases of re-entry and release', (it) => {
   });
 });
 
-describe("a lock's own maxHoldMs: client.lock(name, { maxHoldMs }) and fairLock()", (it) => {
+describe("a lock's own maxHoldMs: client.lock(name, { maxHoldMs }), fairLock(), readWriteLock()'s sides, semaphore()", (it) => {
   // A 900 ms lease, renewed every 300 ms: a busy machine's stalls do not lose it before its bound.
   const s = setup(it, { leaseMs: 900 });
   const aborted = (signal: AbortSignal) => within(new Promise<LockLostError>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason as LockLostError), { once: true })), 3_000, 'the end of maxHoldMs');
+  /** Each kind with a name and its options: what it hands out is acquired the same way. */
+  const KINDS: Record<string, (name: string, options?: { maxHoldMs?: number }) => { acquire(options?: { maxHoldMs?: number }): Promise<Lease> }> = {
+    lock: (name, options) => s.client.lock(name, options),
+    fairLock: (name, options) => s.client.fairLock(name, options),
+    'readWriteLock().writeLock': (name, options) => s.client.readWriteLock(name, options).writeLock(),
+    'readWriteLock().readLock': (name, options) => s.client.readWriteLock(name, options).readLock(),
+    semaphore: (name, options) => s.client.semaphore(name, { permits: 1, ...options }),
+  };
 
-  for (const kind of ['lock', 'fairLock'] as const) {
-    it(`${kind}(): bounds the lock's holds; an acquire's own bound wins; bad options are refused before any I/O`, async () => {
+  for (const [kind, make] of Object.entries(KINDS)) {
+    it(`${kind}(): bounds its holds; an acquire's own bound wins; bad options are refused before any I/O`, async () => {
       const name = uniqueName();
-      const lock = s.client[kind](name, { maxHoldMs: 600 });
+      const lock = make(name, { maxHoldMs: 600 });
       const lease = await lock.acquire();
       assert.is((await aborted(lease.signal)).code, 'ERR_LOCK_MAX_HOLD');
       await lease.release().catch(() => undefined);
       // The same name without options: no bound (its watchdog renews past 600 ms).
-      const free = await s.client[kind](name).acquire();
+      const free = await make(name).acquire();
       await sleep(800);
-      assert.not.ok(free.signal.aborted, 'a lock made without maxHoldMs is not bounded');
+      assert.not.ok(free.signal.aborted, 'made without maxHoldMs, it is not bounded');
       await free.release();
       const longer = await lock.acquire({ maxHoldMs: 60_000 });
       await sleep(800);
-      assert.not.ok(longer.signal.aborted, "the acquire's maxHoldMs wins over the lock's");
+      assert.not.ok(longer.signal.aborted, "the acquire's maxHoldMs wins over its own");
       await longer.release();
-      assert.throws(() => s.client[kind](name, { maxHoldMs: 0 }), (error: Error) => error instanceof RangeError && /maxHoldMs/.test(error.message));
-      assert.throws(() => s.client[kind](name, { holdMs: 5 } as never), (error: Error) => error instanceof TypeError && /holdMs/.test(error.message));
+      assert.throws(() => make(name, { maxHoldMs: 0 }), (error: Error) => error instanceof RangeError && /maxHoldMs/.test(error.message));
+      assert.throws(() => make(name, { holdMs: 5 } as never), (error: Error) => error instanceof TypeError && /holdMs/.test(error.message));
     });
   }
 });
