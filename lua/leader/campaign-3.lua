@@ -34,23 +34,16 @@ local fenceTtlMs = 0
 
 -- @include shared/fence
 
-local pttl = rcall('PTTL', leaderKey)
-if pttl ~= -2 then
-  if pttl == -1 and rcall('TYPE', leaderKey)['ok'] ~= 'hash' then
-    return redis.error_reply('WRONGTYPE the leader key holds a value that is not a leader hash')
-  end
-  if redis.pcall('HEXISTS', leaderKey, owner) == 1 then
-    local term = rcall('HMGET', leaderKey, 'epoch', 'since')
-    return term[1] .. ':' .. term[2]
-  end
-  return -2 - pttl
-end
+-- @include shared/look
 
-local failed = readFence()
-if failed then
-  return failed
+-- A resend answers the term its first run began.
+local taken = look(leaderKey, owner, 'leader', function()
+  local term = rcall('HMGET', leaderKey, 'epoch', 'since')
+  return term[1] .. ':' .. term[2]
+end)
+if taken then
+  return taken
 end
-time = rcall('TIME')
 local epoch = nextToken()
 local since = string.format('%d', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
 -- Publish before the term is written: a user who may not publish fails here with no term taken

@@ -41,27 +41,12 @@ local function issue()
   return nextToken()
 end
 
--- PTTL answers both questions a first attempt needs: is it locked (-2: no), and for how long. The
--- owner field is new for every attempt, so a lock that exists is someone else's, unless this call
--- ran before (a resend): then the hold is its own.
-local pttl = rcall('PTTL', lockKey)
-if pttl ~= -2 then
-  -- relock gives every lock an expiry: a key without one may be someone else's value.
-  if pttl == -1 and rcall('TYPE', lockKey)['ok'] ~= 'hash' then
-    return redis.error_reply('WRONGTYPE the lock key holds a value that is not a lock hash')
-  end
-  -- pcall: a value of another type with an expiry is waited out like a lock, not an error.
-  if redis.pcall('HEXISTS', lockKey, owner) == 1 then
-    return issue()
-  end
-  return -2 - pttl
-end
+-- @include shared/look
 
-local failed = readFence()
-if failed then
-  return failed
+local taken = look(lockKey, owner, 'lock', issue)
+if taken then
+  return taken
 end
-time = rcall('TIME')
 rcall('HSET', lockKey, owner, 1)
 rcall('PEXPIRE', lockKey, leaseMs)
 return nextToken()

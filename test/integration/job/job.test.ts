@@ -3,11 +3,11 @@
 // that clock), and says "window" meanwhile; bad options are refused before any I/O; a Redlock client
 // and the Redisson layout refuse jobs.
 import * as assert from 'uvu/assert';
-import { LockClient, LockError, LockLostError } from '../../../src/index.ts';
+import { LockLostError } from '../../../src/index.ts';
 import { lockKeys } from '../../../src/lock/keys.ts';
 import { describe, uniqueName } from '../../helpers/describe.ts';
 import { setup } from '../../helpers/fixture.ts';
-import { setupMasters } from '../redlock/masters.ts';
+import { assertRelockLayoutOnly, setupMasters } from '../redlock/masters.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const keyOf = (name: string) => lockKeys('relock', name).lock;
@@ -148,17 +148,6 @@ describe('job: refused where a window cannot be kept', (it) => {
   const masters = setupMasters(it, 3);
 
   it('on a Redlock client and in the Redisson layout, with ERR_LOCK_UNSUPPORTED, before any I/O', async () => {
-    const redlock = masters.client();
-    const redisson = new LockClient({ redis: masters.urls[0]!, layout: 'redisson' });
-    try {
-      for (const client of [redlock, redisson]) {
-        assert.throws(
-          () => client.job('nightly', { atMostMs: 1_000 }),
-          (error: Error) => error instanceof LockError && error.code === 'ERR_LOCK_UNSUPPORTED' && /job\(/.test(error.message),
-        );
-      }
-    } finally {
-      await redisson.close();
-    }
+    await assertRelockLayoutOnly(masters, 'job', (client) => client.job('nightly', { atMostMs: 1_000 }));
   });
 });

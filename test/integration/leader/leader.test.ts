@@ -4,12 +4,12 @@
 // the Redisson layout refuse elections before any I/O.
 import * as assert from 'uvu/assert';
 import { hostname } from 'node:os';
-import { LockClient, LockError, LockLostError } from '../../../src/index.ts';
+import { LockError, LockLostError } from '../../../src/index.ts';
 import { leaderKeys } from '../../../src/leader/keys.ts';
 import { describe, eventually, uniqueName, within } from '../../helpers/describe.ts';
 import { setup, sleep } from '../../helpers/fixture.ts';
 import { collectUntil } from '../../helpers/gc.ts';
-import { setupMasters } from '../redlock/masters.ts';
+import { assertRelockLayoutOnly, setupMasters } from '../redlock/masters.ts';
 
 describe('leader: on one private server', (it) => {
   const s = setup(it, {}, {}, { private: true });
@@ -93,17 +93,6 @@ describe('leader: refused where a term cannot be observed', (it) => {
   const masters = setupMasters(it, 3);
 
   it('on a Redlock client and in the Redisson layout, with ERR_LOCK_UNSUPPORTED, before any I/O', async () => {
-    const redlock = masters.client();
-    const redisson = new LockClient({ redis: masters.urls[0]!, layout: 'redisson' });
-    try {
-      for (const client of [redlock, redisson]) {
-        assert.throws(
-          () => client.leader('scheduler'),
-          (error: Error) => error instanceof LockError && error.code === 'ERR_LOCK_UNSUPPORTED' && /leader\(/.test(error.message),
-        );
-      }
-    } finally {
-      await redisson.close();
-    }
+    await assertRelockLayoutOnly(masters, 'leader', (client) => client.leader('scheduler'));
   });
 });

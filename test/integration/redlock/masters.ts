@@ -1,7 +1,8 @@
 // N private redis-servers for a Redlock suite, a plain connection to each, and the clients the suite
 // makes over all of them; everything is stopped after the suite.
 import type { Redis } from 'ioredis';
-import { LockClient, type LockClientOptions } from '../../../src/index.ts';
+import * as assert from 'uvu/assert';
+import { LockClient, LockError, type LockClientOptions } from '../../../src/index.ts';
 import { redisFor } from '../../helpers/fixture.ts';
 import type { It } from '../../helpers/describe.ts';
 import { startRedis, type RedisServer } from '../../helpers/redis.ts';
@@ -52,3 +53,23 @@ export function setupMasters(it: It, n: number): Masters {
 
 /** The lock hash key of `name` under the default prefix. */
 export const lockKey = (name: string) => `relock:{${name}}`;
+
+/**
+ * Asserts that `make` (a factory call) throws `ERR_LOCK_UNSUPPORTED` naming `call` on a Redlock client
+ * of `masters` and in the Redisson layout: refused before any I/O, for a kind only relock's layout on
+ * one server or a Cluster offers.
+ */
+export async function assertRelockLayoutOnly(masters: Masters, call: string, make: (client: LockClient) => unknown): Promise<void> {
+  const redlock = masters.client();
+  const redisson = new LockClient({ redis: masters.urls[0]!, layout: 'redisson' });
+  try {
+    for (const client of [redlock, redisson]) {
+      assert.throws(
+        () => make(client),
+        (error: Error) => error instanceof LockError && error.code === 'ERR_LOCK_UNSUPPORTED' && error.message.includes(`${call}(`),
+      );
+    }
+  } finally {
+    await redisson.close();
+  }
+}
