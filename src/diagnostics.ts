@@ -76,6 +76,8 @@ export interface LostMessage {
   readonly name: string;
   /** Why: the `LockLostError` that `lease.signal` aborts with. */
   readonly error: Error;
+  /** The lost hold's fencing token (`lease.fencingToken`): with the name and client, which hold it was. */
+  readonly fencingToken: number;
 }
 
 /**

@@ -18,12 +18,12 @@ import {
   type Histogram,
   type Meter,
   type MeterProvider,
+  type ObservableResult,
   type Span,
   type Tracer,
   type TracerProvider,
-  type UpDownCounter,
 } from '@opentelemetry/api';
-import type { AcquireTraceContext, RenewMessage } from '../diagnostics.ts';
+import type { AcquireTraceContext, LostMessage, RenewMessage } from '../diagnostics.ts';
 import type { Lease } from '../api.ts';
 
 /** The instrumentation's name: its tracer's and meter's (the instrumentation scope). */
@@ -53,16 +53,39 @@ export interface RelockInstrumentationConfig {
 /** What an acquire becomes: the value of `relock.lock.result`. */
 export type AcquireResult = 'acquired' | 'busy' | 'timeout' | 'aborted' | 'error';
 
-/** The metric instruments, made from one meter. */
+/** The metric instruments, made from one meter (the observable ones report the tallies). */
 interface Instruments {
-  readonly activeLeases: UpDownCounter;
   readonly leaseDuration: Histogram;
-  readonly pendingAcquires: UpDownCounter;
   readonly acquireDuration: Histogram;
-  readonly acquires: Counter;
   readonly lostLeases: Counter;
   readonly renewals: Counter;
   readonly wakeups: Counter;
+}
+
+/**
+ * Values kept in this process by attribute set and reported when the SDK collects, through an
+ * observable instrument: an acquire or release adds to a number, and no attribute set is hashed on
+ * its way (the SDK hashes the attributes of every synchronous measurement).
+ */
+class Tally {
+  readonly #points = new Map<string, { readonly attributes: Attributes; value: number }>();
+
+  add(key: string, attributes: Attributes, by: number): void {
+    const point = this.#points.get(key);
+    if (point) point.value += by;
+    else this.#points.set(key, { attributes, value: by });
+  }
+
+  readonly observe = (result: ObservableResult): void => {
+    for (const { attributes, value } of this.#points.values()) result.observe(value, attributes);
+  };
+}
+
+/** The tallies behind the observable instruments. */
+interface Tallies {
+  readonly activeLeases: Tally;
+  readonly pendingAcquires: Tally;
+  readonly acquires: Tally;
 }
 
 /** The metrics' names (docs/diagnostics.md has them as a table). */
@@ -93,14 +116,14 @@ export const METRICS = {
  */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60, 120, 300];
 
-function instruments(meter: Meter): Instruments {
+function instruments(meter: Meter, tallies: Tallies): Instruments {
   const advice = { explicitBucketBoundaries: SECONDS_BUCKETS };
+  meter.createObservableUpDownCounter(METRICS.activeLeases, { unit: '{lease}', description: 'Leases held now by this process (re-entries not counted).' }).addCallback(tallies.activeLeases.observe);
+  meter.createObservableUpDownCounter(METRICS.pendingAcquires, { unit: '{acquire}', description: 'Acquire calls under way now: attempting or waiting for the lock.' }).addCallback(tallies.pendingAcquires.observe);
+  meter.createObservableCounter(METRICS.acquires, { unit: '{acquire}', description: 'Acquire calls ended, by result: acquired, busy, timeout, aborted, error.' }).addCallback(tallies.acquires.observe);
   return {
-    activeLeases: meter.createUpDownCounter(METRICS.activeLeases, { unit: '{lease}', description: 'Leases held now by this process (re-entries not counted).' }),
     leaseDuration: meter.createHistogram(METRICS.leaseDuration, { unit: 's', description: 'How long a lease was held: from its acquire to its release or loss.', advice }),
-    pendingAcquires: meter.createUpDownCounter(METRICS.pendingAcquires, { unit: '{acquire}', description: 'Acquire calls under way now: attempting or waiting for the lock.' }),
     acquireDuration: meter.createHistogram(METRICS.acquireDuration, { unit: 's', description: 'How long an acquire call took, waiting included, by its result.', advice }),
-    acquires: meter.createCounter(METRICS.acquires, { unit: '{acquire}', description: 'Acquire calls ended, by result: acquired, busy, timeout, aborted, error.' }),
     lostLeases: meter.createCounter(METRICS.lostLeases, { unit: '{lease}', description: 'Leases lost while held: their lease.signal aborted.' }),
     renewals: meter.createCounter(METRICS.renewals, { unit: '{lease}', description: 'Lease renewals by the watchdog.' }),
     wakeups: meter.createCounter(METRICS.wakeups, { unit: '{wakeup}', description: "Release messages that reached this process's waiters." }),
@@ -110,6 +133,8 @@ function instruments(meter: Meter): Instruments {
 /** One acquire call's state, from its `start` to its `asyncEnd`. */
 interface Acquiring {
   readonly span: Span;
+  /** The attributes' key in the tallies (kind, topology, layout). */
+  readonly key: string;
   /** The caller's context: the hold span's parent. */
   readonly parent: Context;
   readonly startedAt: number;
@@ -121,7 +146,10 @@ interface Holding {
   readonly span: Span;
   readonly startedAt: number;
   readonly attributes: Attributes;
-  readonly signal: AbortSignal;
+  readonly key: string;
+  /** Where #lost finds it: client, name and fencing token (a multi-lock's lease: its signal instead). */
+  readonly lostKey: string | undefined;
+  readonly signal: AbortSignal | undefined;
   readonly onAbort: () => void;
 }
 
@@ -130,6 +158,7 @@ type Traced = AcquireTraceContext & { error?: unknown; result?: unknown };
 const acquireChannel = tracingChannel<unknown, object>('relock:acquire');
 const releaseChannel = tracingChannel<unknown, object>('relock:release');
 const renewChannel = channel('relock:renew');
+const lostChannel = channel('relock:lost');
 const wakeChannel = channel('relock:wake');
 
 const noop = (): void => undefined;
@@ -210,11 +239,19 @@ export class RelockInstrumentation {
   readonly #acquiring = new WeakMap<object, Acquiring>();
   readonly #releasing = new WeakMap<object, Span>();
   readonly #holding = new WeakMap<Lease, Holding>();
+  /** The open hold spans of leases over one hold, by client, name and token: a loss comes on `relock:lost`. */
+  readonly #holdingByToken = new Map<string, Lease>();
+  readonly #tallies: Tallies = { activeLeases: new Tally(), pendingAcquires: new Tally(), acquires: new Tally() };
 
   readonly #acquireSubscribers: TracingChannelSubscribers<object>;
   readonly #releaseSubscribers: TracingChannelSubscribers<object>;
   readonly #onRenew = (message: unknown) => this.#metrics.renewals.add((message as RenewMessage).names.length);
   readonly #onWake = () => this.#metrics.wakeups.add(1);
+  readonly #onLost = (message: unknown) => {
+    const { clientId, name, fencingToken, error } = message as LostMessage;
+    const lease = this.#holdingByToken.get(`${clientId}\n${name}\n${fencingToken}`);
+    if (lease) this.#endHold(lease, 'lost', error);
+  };
   readonly #openAcquire = (message: object) => this.#startAcquire(message as Traced);
   readonly #openRelease = (message: object) => this.#startRelease(message as Traced);
 
@@ -225,7 +262,7 @@ export class RelockInstrumentation {
   constructor(config: RelockInstrumentationConfig = {}) {
     this.#config = RelockInstrumentation.#checked(config);
     this.#tracer = trace.getTracer(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION);
-    this.#metrics = instruments(metrics.getMeter(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION));
+    this.#metrics = instruments(metrics.getMeter(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION), this.#tallies);
     this.#acquireSubscribers = {
       // With a bound store the span is open already (the store's transform ran first): only look
       // whether the global context manager changed since, for the next call.
@@ -261,6 +298,7 @@ export class RelockInstrumentation {
     releaseChannel.subscribe(this.#releaseSubscribers);
     renewChannel.subscribe(this.#onRenew);
     wakeChannel.subscribe(this.#onWake);
+    lostChannel.subscribe(this.#onLost);
     this.#bindStorage();
     // NodeSDK.start() enables its instrumentations before it registers its context manager, in
     // the same synchronous call: look again once it has returned.
@@ -280,6 +318,7 @@ export class RelockInstrumentation {
     releaseChannel.unsubscribe(this.#releaseSubscribers);
     renewChannel.unsubscribe(this.#onRenew);
     wakeChannel.unsubscribe(this.#onWake);
+    lostChannel.unsubscribe(this.#onLost);
   }
 
   /** Uses this provider's tracer (by default the global one, `trace.getTracerProvider()`). */
@@ -289,7 +328,7 @@ export class RelockInstrumentation {
 
   /** Makes the instruments from this provider's meter (by default the global one at construction). */
   setMeterProvider(meterProvider: MeterProvider): void {
-    this.#metrics = instruments(meterProvider.getMeter(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION));
+    this.#metrics = instruments(meterProvider.getMeter(INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION), this.#tallies);
   }
 
   /** The configuration, with `enabled` filled in. */
@@ -343,8 +382,9 @@ export class RelockInstrumentation {
     if (traced.topology !== undefined) attributes['relock.lock.topology'] = traced.topology;
     if (traced.layout !== undefined) attributes['relock.lock.layout'] = traced.layout;
     const span = this.#tracer.startSpan('relock.acquire', { attributes: this.#nameAttributes(traced.name, attributes) }, parent);
-    this.#acquiring.set(traced, { span, parent, startedAt: performance.now(), attributes });
-    this.#metrics.pendingAcquires.add(1, attributes);
+    const key = `${traced.kind}\n${traced.topology}\n${traced.layout}`;
+    this.#acquiring.set(traced, { span, parent, startedAt: performance.now(), attributes, key });
+    this.#tallies.pendingAcquires.add(key, attributes, 1);
     return trace.setSpan(parent, span);
   }
 
@@ -352,46 +392,55 @@ export class RelockInstrumentation {
     const open = this.#acquiring.get(traced);
     if (!open) return;
     this.#acquiring.delete(traced);
-    const { span, attributes } = open;
+    const { span, attributes, key } = open;
     const result = resultOf(traced);
     const measured: Attributes = { ...attributes, 'relock.lock.result': result };
     span.setAttribute('relock.lock.result', result);
+    let type = '';
     if (result !== 'acquired' && result !== 'busy') {
-      const type = errorType(traced.error);
+      type = errorType(traced.error);
       measured['error.type'] = type;
       span.setAttribute('error.type', type);
       span.setStatus({ code: SpanStatusCode.ERROR, message: messageOf(traced.error) });
     }
-    this.#metrics.pendingAcquires.add(-1, attributes);
+    this.#tallies.pendingAcquires.add(key, attributes, -1);
     this.#metrics.acquireDuration.record(seconds(open.startedAt), measured);
-    this.#metrics.acquires.add(1, measured);
+    this.#tallies.acquires.add(`${key}\n${result}\n${type}`, measured, 1);
     span.end();
-    if (result === 'acquired') this.#startHold(traced.result as Lease, open);
+    if (result === 'acquired') this.#startHold(traced.result as Lease, open, traced.clientId);
   }
 
-  /** A hold span for a lease that is not a re-entry, ended by its release or its loss. */
-  #startHold(lease: Lease, acquiring: Acquiring): void {
+  /**
+   * A hold span for a lease that is not a re-entry, ended by its release or its loss: a loss of its
+   * hold on `relock:lost` (its signal is never asked for: a lease makes one only when asked), a
+   * multi-lock's lease by its signal.
+   */
+  #startHold(lease: Lease, acquiring: Acquiring, clientId: string): void {
     if (lease === undefined || lease === null || lease.holdCount !== 1) return;
-    const { attributes } = acquiring;
+    const { attributes, key } = acquiring;
     const span = this.#tracer.startSpan(
       'relock.hold',
       { attributes: this.#nameAttributes(lease.name, attributes), links: [{ context: acquiring.span.spanContext() }] },
       acquiring.parent,
     );
-    const signal = lease.signal;
-    const onAbort = () => this.#endHold(lease, 'lost', signal.reason);
-    this.#holding.set(lease, { span, startedAt: performance.now(), attributes, signal, onAbort });
-    this.#metrics.activeLeases.add(1, attributes);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+    const overOne = !('members' in lease);
+    const lostKey = overOne ? `${clientId}\n${lease.name}\n${lease.fencingToken}` : undefined;
+    const signal = overOne ? undefined : lease.signal;
+    const onAbort = () => this.#endHold(lease, 'lost', signal?.reason);
+    this.#holding.set(lease, { span, startedAt: performance.now(), attributes, key, lostKey, signal, onAbort });
+    this.#tallies.activeLeases.add(key, attributes, 1);
+    if (lostKey !== undefined) this.#holdingByToken.set(lostKey, lease);
+    else if (signal!.aborted) onAbort();
+    else signal!.addEventListener('abort', onAbort, { once: true });
   }
 
   #endHold(lease: Lease, outcome: 'released' | 'lost', error?: unknown): void {
     const holding = this.#holding.get(lease);
     if (!holding) return;
     this.#holding.delete(lease);
-    holding.signal.removeEventListener('abort', holding.onAbort);
-    const { span, attributes } = holding;
+    if (holding.lostKey !== undefined) this.#holdingByToken.delete(holding.lostKey);
+    holding.signal?.removeEventListener('abort', holding.onAbort);
+    const { span, attributes, key } = holding;
     const measured: Attributes = { ...attributes, 'relock.lease.outcome': outcome };
     span.setAttribute('relock.lease.outcome', outcome);
     if (outcome === 'lost') {
@@ -400,7 +449,7 @@ export class RelockInstrumentation {
       span.setStatus({ code: SpanStatusCode.ERROR, message: messageOf(error) });
       this.#metrics.lostLeases.add(1, { ...attributes, 'error.type': type });
     }
-    this.#metrics.activeLeases.add(-1, attributes);
+    this.#tallies.activeLeases.add(key, attributes, -1);
     this.#metrics.leaseDuration.record(seconds(holding.startedAt), measured);
     span.end();
   }

@@ -120,7 +120,7 @@ export class Hold implements Renewable {
     if (this.#lost) return;
     this.#lost = error;
     this.#controller?.abort(error);
-    if (diagnostics.lost.hasSubscribers) diagnostics.lost.publish({ clientId: this.#runtime.clientId, name: this.name, error } satisfies LostMessage);
+    if (diagnostics.lost.hasSubscribers) diagnostics.lost.publish({ clientId: this.#runtime.clientId, name: this.name, error, fencingToken: this.#token } satisfies LostMessage);
   }
 
   /** The loss, checked against the local deadline now: after a long event-loop block the timer may not have fired yet. */
