@@ -25,6 +25,8 @@ const CASES = [
   { file: 'nightly-report/main.ts', code: 0, says: /^OK: each fire ran on one node of three/m },
   { file: 'nightly-report/main.ts', args: ['--no-lock'], code: 1, says: /^WRONG: the fires ran 3, 3 times$/m },
   { file: 'nightly-report/cron.sh', code: 0, says: /^OK: one node of three built the report$/m, also: (out) => (out.match(/relock exited 75$/gm) ?? []).length === 2 },
+  { file: 'leader/main.ts', code: 0, says: /^OK: one leader at a time/m },
+  { file: 'leader/main.ts', args: ['--no-lock'], code: 1, says: /^TWO LEADERS/m },
   { file: 'form-submit/main.ts', code: 0, says: /^OK: inserted once/m },
   { file: 'form-submit/main.ts', args: ['--no-lock'], code: 1, says: /^DUPLICATE/m },
   // The guides' examples (docs/choosing-timeouts.md, docs/migrating.md, docs/frameworks.md).
@@ -38,7 +40,7 @@ const CASES = [
   { file: 'nestjs/main.ts', args: ['--no-lock'], code: 1, says: /^OVERLAPPED/m },
   { file: 'otel-prometheus/main.ts', code: 0, says: /^OK: relock lease metrics on \/metrics/m },
 ];
-const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'form-submit', 'choosing-timeouts', 'migrating', 'express', 'fastify', 'nestjs', 'otel-prometheus'];
+const EXAMPLES = ['flash-sale', 'payments', 'nightly-report', 'leader', 'form-submit', 'choosing-timeouts', 'migrating', 'express', 'fastify', 'nestjs', 'otel-prometheus'];
 /** What the framework examples import, installed beside the tarball at the repository's versions (devDependencies). */
 const FRAMEWORKS = ['express', 'fastify', '@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs', 'node-cron'];
 // What otel-prometheus needs besides relock (Node 20: sdk-metrics 2.x, exporter-prometheus 0.2xx).
