@@ -169,7 +169,7 @@ export function check(input: CheckInput): Report {
 
   list(
     'waiters that never got the lock',
-    hung.map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms`),
+    hung.map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms${h.cause ? ` (${h.cause})` : ''}`),
   );
 
   // FIFO: in grant (token) order, an acquisition is overtaken when an earlier-granted one arrived at
@@ -301,7 +301,7 @@ function figures(input: CheckInput, overlaps: readonly Overlap[], completed: num
   const faults = input.faults ?? [];
   const hung = input.hung ?? [];
   if (hung.length > 0) {
-    problems.push(`${hung.length} waiters that never got the lock: ${hung.slice(0, MAX_LISTED).map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms`).join('; ')}`);
+    problems.push(`${hung.length} waiters that never got the lock: ${hung.slice(0, MAX_LISTED).map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms${h.cause ? ` (${h.cause})` : ''}`).join('; ')}`);
   }
   const stalls = faults.map((fault) => {
     let next = Number.POSITIVE_INFINITY;

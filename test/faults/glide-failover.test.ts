@@ -8,7 +8,7 @@
 // STARVED_MS is a waiter that never got the lock, a problem of its own).
 import * as assert from 'uvu/assert';
 import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
-import { LockClient, LockTimeoutError, type Lease } from '../../src/index.ts';
+import { LockClient, LockError, LockTimeoutError, type Lease } from '../../src/index.ts';
 import type { AnyRedisClient } from '../../src/options.ts';
 import { keySlot } from '../../src/runtime/slot.ts';
 import { SHARDED_PUBSUB, startCluster, type RedisCluster } from '../helpers/cluster.ts';
@@ -95,8 +95,10 @@ describe('faults: a fair lock on a GLIDE Cluster across failovers of its shard',
         try {
           lease = await clients[worker]!.fairLock(name).acquire({ waitMs: STARVED_MS });
         } catch (error) {
-          if (!(error instanceof LockTimeoutError)) throw error;
-          hung.push({ worker, loop: round, waitingMs: now() - asked });
+          // A wait rides out an unreachable Redis until it ends, then says so: either way the waiter
+          // was not served within STARVED_MS. Any other error ends the loop, and the test with it.
+          if (!(error instanceof LockTimeoutError) && !(error instanceof LockError && error.code === 'ERR_LOCK_UNREACHABLE')) throw error;
+          hung.push({ worker, loop: round, waitingMs: now() - asked, ...(error instanceof LockTimeoutError ? {} : { cause: error.code }) });
           continue;
         }
         const start = now();
@@ -121,11 +123,18 @@ describe('faults: a fair lock on a GLIDE Cluster across failovers of its shard',
       }
     };
 
-    const loops = clients.map((_, worker) => loop(worker));
+    // Each loop's error is kept (no unhandled rejection while the failovers go on) and rethrown below.
+    const failed: unknown[] = [];
+    const loops = clients.map((_, worker) =>
+      loop(worker).catch((error: unknown) => {
+        failed.push(error);
+        stop = true;
+      }),
+    );
     const started = Date.now();
     try {
       await eventually(() => new Set(entries.map((e) => e.worker)).size === WORKERS, 'every client held the lock once', 10_000);
-      for (let i = 0; i < FAILOVERS; i++) {
+      for (let i = 0; i < FAILOVERS && failed.length === 0; i++) {
         const master = await cluster.masterOf(keySlot(`relock:{${name}}:fair`));
         faults.push({ kind: 'failover', at: now() });
         await failover(master);
@@ -137,6 +146,7 @@ describe('faults: a fair lock on a GLIDE Cluster across failovers of its shard',
       stop = true;
       await Promise.all(loops);
     }
+    if (failed.length > 0) throw failed[0];
     const report = check({ entries, counter: Number((await store.get(counter)) ?? 0), faults, hung });
     console.log(
       `[faults] fair lock on a GLIDE Cluster, ${FAILOVERS} failovers of its shard: acquisitions ${report.acquisitions}, overlaps ${report.overlaps.length}, ` +

@@ -104,6 +104,8 @@ export interface Hung {
   readonly worker: number;
   readonly loop: number;
   readonly waitingMs: number;
+  /** Why the wait ended, when not by a plain timeout (the error's code: ERR_LOCK_UNREACHABLE). */
+  readonly cause?: string;
 }
 
 /** How a worker holds its next lease, when the harness asks it to (to inject a fault then). */
