@@ -13,7 +13,7 @@
 // each master serving a channel (CLIENT INFO's ssub count), and moves what is missing there.
 import { EventEmitter } from 'node:events';
 import { debuglog } from 'node:util';
-import { keySlot } from '../runtime/slot.ts';
+import { keySlot } from './slot.ts';
 import type { SubscriberConnection } from './port.ts';
 import { slotRanges, subscriberClosed } from './shared.ts';
 

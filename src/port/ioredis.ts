@@ -2,7 +2,7 @@
 // passed in, and the port over it or over a connection relock opened (ioredis-connection.ts, the
 // only module that loads a Redis client library).
 import type { RedisOptions } from 'ioredis';
-import { keySlot } from '../runtime/slot.ts';
+import { keySlot } from './slot.ts';
 import { closeConnection, hasIoredis, ioredis, openConnection, SUBSCRIBER_OPTIONS } from './ioredis-connection.ts';
 import type { ClientAdapter, RedisPort, SubscriberConnection, Topology } from './port.ts';
 import { perClient, Readiness, reporting } from './shared.ts';

@@ -11,7 +11,7 @@ import { Context } from './context.ts';
 import { errorMessage, ScriptRunner, SHARDED_PUBLISH } from './script.ts';
 import { clusterTransport } from './cluster.ts';
 import { shardTransport } from './shards.ts';
-import { keySlot } from './slot.ts';
+import { keySlot } from '../port/slot.ts';
 import { connectionTransport, Subscriber, type TransportFactory } from './subscriber.ts';
 import { systemClock, type Clock } from './waiter.ts';
 import { isUnreachable } from './wait-errors.ts';

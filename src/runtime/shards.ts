@@ -7,7 +7,7 @@
 import { debuglog } from 'node:util';
 import type { SubscriberConnection, Topology } from '../port/port.ts';
 import { errorMessage, isNotServing } from './script.ts';
-import { keySlot } from './slot.ts';
+import { keySlot } from '../port/slot.ts';
 import type { Transport, TransportEvents, TransportFactory } from './subscriber.ts';
 
 const log = debuglog('relock:subscriber');

@@ -33,9 +33,6 @@ const DEBT = new Set<string>([
   'semaphore/quorum.ts -> topology',
   'topology/quorum-reads.ts -> lock',
   'topology/quorum-setup.ts -> lock',
-  // The adapters route by slot with the runtime's keySlot().
-  'port/glide-connection.ts -> runtime',
-  'port/ioredis.ts -> runtime',
 ]);
 
 function sources(dir: string): string[] {
