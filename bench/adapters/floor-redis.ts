@@ -2,7 +2,7 @@
 // a Lua compare-and-delete (by EVALSHA) to give it back.
 import { Redis } from 'ioredis';
 
-const COMPARE_AND_DELETE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
+export const COMPARE_AND_DELETE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
 const COMPARE_DELETE_PUBLISH = `if redis.call('get', KEYS[1]) == ARGV[1] then
   redis.call('del', KEYS[1])
   redis.call('publish', KEYS[2], '1')

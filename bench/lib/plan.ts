@@ -29,8 +29,12 @@ export const TITLES: Record<ScenarioId, string> = {
  * run, so that a shared machine's drift does not decide them. The labels are built from these.
  */
 export const TARGETS = {
-  /** Scenario 1: relock's rate against the SET NX floor (floor-poll), the fastest peer, redis-semaphore. */
-  uncontended: { floor: 0.9, fastestPeer: 0.95, redisSemaphore: 0.85, scriptCalls: 2 },
+  /**
+   * Scenario 1: relock's rate against the SET NX floor (floor-poll), the fastest peer, redis-semaphore
+   * and redlock; the commands inside its scripts, its client CPU against the floor's; relock over
+   * node-redis and GLIDE against the floor over the same client (issue 34).
+   */
+  uncontended: { floor: 0.9, fastestPeer: 0.95, redisSemaphore: 0.85, redlock: 1, scriptCalls: 2, innerCommands: 7, clientCpuVsFloor: 1.25, clientFloor: 0.85 },
   /** Scenario 3: utilisation (time held / wall). */
   contended: { utilisation: 0.8 },
   /** Scenario 4: Redis CPU per acquisition max/min over the sizes, and commands per acquisition. */

@@ -16,12 +16,29 @@ export function targets(input: ReportInput, at: Lookup): string {
     if (fastest) lines.push(`| 1. uncontended: level with the fastest peer (≥ ${T.uncontended.fastestPeer}×) | vs ${fastest.id} ${integer(fastest.ops)} ops/s: ${(ops / fastest.ops).toFixed(2)}× | ${yes(ops / fastest.ops >= T.uncontended.fastestPeer)} |`);
     const scripts = relockUn.get(C.scripts);
     const commands = relockUn.get(C.commands);
-    if (scripts !== undefined && commands !== undefined) lines.push(`| 1. uncontended: ${T.uncontended.scriptCalls} round trips per acquire+release | ${fixed(scripts)} script calls and no other command from the client (${fixed(commands)} commands inside them) | ${yes(Math.abs(scripts - T.uncontended.scriptCalls) < 0.01)} |`);
+    if (scripts !== undefined && commands !== undefined) lines.push(`| 1. uncontended: ${T.uncontended.scriptCalls} round trips per acquire+release | ${fixed(scripts)} script calls and no other command from the client (${fixed(commands)} commands in all, the calls included) | ${yes(Math.abs(scripts - T.uncontended.scriptCalls) < 0.01)} |`);
     const semaphore = at('uncontended', 'redis-semaphore')?.get(C.ops);
     if (semaphore !== undefined) {
       const before = at('uncontended', 'relock-0.1.0')?.get(C.ops);
       const then = before === undefined ? '' : `; relock before this change: ${(before / semaphore).toFixed(2)}×`;
       lines.push(`| 1. uncontended: ≥ ${T.uncontended.redisSemaphore}× redis-semaphore in the same run | ${integer(ops)} ops/s vs ${integer(semaphore)}: ${(ops / semaphore).toFixed(2)}×${then} | ${yes(ops / semaphore >= T.uncontended.redisSemaphore)} |`);
+    }
+    const redlock = at('uncontended', 'redlock')?.get(C.ops);
+    if (redlock !== undefined) lines.push(`| 1. uncontended: ≥ ${T.uncontended.redlock}× redlock in the same run | ${integer(ops)} ops/s vs ${integer(redlock)}: ${(ops / redlock).toFixed(2)}× | ${yes(ops / redlock >= T.uncontended.redlock)} |`);
+    if (scripts !== undefined && commands !== undefined) {
+      const inner = commands - scripts;
+      lines.push(`| 1. uncontended: ≤ ${T.uncontended.innerCommands} commands inside the scripts per acquire+release | ${fixed(inner)} | ${yes(inner <= T.uncontended.innerCommands + 0.01)} |`);
+    }
+    const cpu = relockUn.get(C.clientCpu);
+    const floorCpu = at('uncontended', 'floor-poll')?.get(C.clientCpu);
+    if (cpu !== undefined && floorCpu !== undefined) lines.push(`| 1. uncontended: client CPU per round ≤ ${T.uncontended.clientCpuVsFloor}× the SET NX floor's | ${fixed(cpu)} µs vs ${fixed(floorCpu)} µs: ${(cpu / floorCpu).toFixed(2)}× | ${yes(cpu / floorCpu <= T.uncontended.clientCpuVsFloor)} |`);
+    // Issue 34 point 3: each client family against its own floor, so that the client's cost and relock's are split.
+    for (const [mine, floorId, client] of [['relock-node-redis', 'floor-node-redis', 'node-redis'], ['relock-glide', 'floor-glide', 'GLIDE']] as const) {
+      const over = at('uncontended', mine)?.get(C.ops);
+      const own = at('uncontended', floorId)?.get(C.ops);
+      if (over === undefined || own === undefined) continue;
+      const vsIoredis = floor === undefined ? '' : `; that floor is ${(own / floor).toFixed(2)}× floor-poll's (ioredis)`;
+      lines.push(`| 1. uncontended over ${client}: ≥ ${T.uncontended.clientFloor}× the SET NX floor over ${client} (${floorId}) | ${integer(over)} ops/s vs ${integer(own)}: ${(over / own).toFixed(2)}×${vsIoredis} | ${yes(over / own >= T.uncontended.clientFloor)} |`);
     }
   }
   const relockC = at('contended', 'relock');
