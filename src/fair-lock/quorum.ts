@@ -21,9 +21,9 @@ import type { Runtime } from '../runtime/runtime.ts';
 import { LEAVE_WAIT_MS, noop } from '../runtime/waits.ts';
 import type { Renewer } from '../runtime/renewable.ts';
 import type { RedlockCommands } from '../lock/quorum-commands.ts';
+import type { RedlockLockShared } from '../lock/quorum.ts';
 import { LockImpl, type LockShared } from '../lock/lock.ts';
 import { createQuorumLockShared } from '../lock/quorum.ts';
-import type { RedlockShared } from '../topology/quorum-setup.ts';
 import { SILENT_MS } from '../topology/quorum-replies.ts';
 
 /** The keys of a fair lock on a Redlock client. */
@@ -48,7 +48,7 @@ const ROLLBACK_MS = 1_000;
 
 /** What every fair lock of one Redlock client shares: the client's Redlock, and a FairShared per master, made when it first serves as the gate. */
 export interface RedlockFairShared {
-  readonly redlock: RedlockShared;
+  readonly redlock: RedlockLockShared;
   /** The quorum locks' shared state: lock.ts's lock over the quorum. */
   readonly quorum: LockShared;
   readonly gates: (FairShared | undefined)[];
@@ -56,7 +56,7 @@ export interface RedlockFairShared {
   readonly waiters: FairWaiters;
 }
 
-export function createRedlockFairShared(redlock: RedlockShared): RedlockFairShared {
+export function createRedlockFairShared(redlock: RedlockLockShared): RedlockFairShared {
   return { redlock, quorum: createQuorumLockShared(redlock), gates: [], waiters: new FairWaiters() };
 }
 
@@ -224,7 +224,7 @@ class GateMoved extends Error {}
  */
 export class RedlockFairLockImpl extends LockBase<RedlockFairKeys> {
   readonly #shared: RedlockFairShared;
-  readonly #redlock: RedlockShared;
+  readonly #redlock: RedlockLockShared;
   readonly #prefix: string;
   readonly #keys: RedlockFairKeys;
   /** The quorum lock. */

@@ -3,14 +3,16 @@
 import { LockError } from '../errors.ts';
 import { createRedlockFairShared, RedlockFairLockImpl } from '../fair-lock/quorum.ts';
 import { LockImpl } from '../lock/lock.ts';
-import { createQuorumLockShared } from '../lock/quorum.ts';
+import { createQuorumLockShared, withLockCommands } from '../lock/quorum.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
 import { createRedlockRwShared } from '../rw-lock/quorum.ts';
 import { createRedlockSemaphoreShared, redlockSemaphore } from '../semaphore/quorum.ts';
 import { ReadWriteLockImpl } from '../rw-lock/rw-lock.ts';
 import { once, type Kinds } from './kinds.ts';
 
-export function quorumKinds(shared: RedlockShared): Kinds {
+export function quorumKinds(redlock: RedlockShared): Kinds {
+  // The lock's commands and renewer, shared with the fair lock's quorum hold (a lock hold).
+  const shared = withLockCommands(redlock);
   const lock = createQuorumLockShared(shared);
   const fair = once(() => createRedlockFairShared(shared));
   const semaphore = once(() => createRedlockSemaphoreShared(shared));

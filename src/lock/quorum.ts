@@ -7,11 +7,12 @@ import type { Renewable } from '../runtime/renewable.ts';
 import { decideAcquire, type Vote } from '../topology/quorum-decide.ts';
 import { answeredError, driftMs, noQuorum } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
+import type { Renewer } from '../runtime/renewable.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 import type { TakeOutcome } from '../runtime/attempt.ts';
 import { isFiniteWait } from '../runtime/wait-errors.ts';
 import type { LockShared, LockTopology } from './lock.ts';
-import type { AcquireResult, MasterAcquire } from './quorum-commands.ts';
+import { RedlockCommands, type AcquireResult, type MasterAcquire } from './quorum-commands.ts';
 
 /** A finite wait's attempt settles this long before the wait ends, so that its cause reaches the caller. */
 const ANSWER_MARGIN_MS = 100;
@@ -27,10 +28,25 @@ const PROBE_RECHECK_MS = 100;
 /** One attempt's outcome, and whether it stopped at a gate found held. */
 type GateOutcome = readonly [TakeOutcome, gateHeld: boolean];
 
-export class QuorumLock implements LockTopology {
-  readonly #shared: RedlockShared;
+/**
+ * A Redlock client's shared state with the lock's commands over its masters and their renewer: what
+ * the lock, and the fair lock's quorum hold (a lock hold), run on.
+ */
+export interface RedlockLockShared extends RedlockShared {
+  readonly commands: RedlockCommands;
+  readonly renewer: Renewer;
+}
 
-  constructor(shared: RedlockShared) {
+/** The lock's commands and renewer over a Redlock client's masters. */
+export function withLockCommands(redlock: RedlockShared): RedlockLockShared {
+  const commands = new RedlockCommands(redlock.masters, redlock.runtime.publish);
+  return { ...redlock, commands, renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500, allowanceMs: driftMs } };
+}
+
+export class QuorumLock implements LockTopology {
+  readonly #shared: RedlockLockShared;
+
+  constructor(shared: RedlockLockShared) {
     this.#shared = shared;
   }
 
@@ -136,6 +152,6 @@ export class QuorumLock implements LockTopology {
 const tookIt = (value: MasterAcquire) => (value.kind === 'acquired' ? 'took it (given back)' : 'held elsewhere');
 
 /** The lock's shared state on a Redlock client: lock.ts's lock over the quorum's commands. */
-export function createQuorumLockShared(redlock: RedlockShared): LockShared {
+export function createQuorumLockShared(redlock: RedlockLockShared): LockShared {
   return { runtime: redlock.runtime, commands: new QuorumLock(redlock), renewer: redlock.renewer, keys: lockKeys };
 }

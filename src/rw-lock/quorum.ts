@@ -12,6 +12,6 @@ import { RedlockRwCommands } from './quorum-commands.ts';
  * (its token floor with them), and a renewer that gives up a lease its clock-drift allowance early.
  */
 export function createRedlockRwShared(redlock: RedlockShared): RwShared {
-  const { runtime, commands } = redlock;
-  return createRwShared(runtime, new RedlockRwCommands(commands.masters, runtime.publish, () => redlock.floor()), driftMs);
+  const { runtime, masters } = redlock;
+  return createRwShared(runtime, new RedlockRwCommands(masters, runtime.publish, () => redlock.floor()), driftMs);
 }

@@ -95,7 +95,7 @@ export class RedlockSemaphoreCommands implements SemaphoreTopology {
 
   constructor(shared: RedlockShared) {
     this.#shared = shared;
-    this.#slots = new SlotCommands(shared.commands.masters, shared.runtime.publish);
+    this.#slots = new SlotCommands(shared.masters, shared.runtime.publish);
   }
 
   /**

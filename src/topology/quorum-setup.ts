@@ -4,19 +4,20 @@
 import type { EventEmitter } from 'node:events';
 import { LockError } from '../errors.ts';
 import { isDown, type RedisPort, type SubscriberConnection } from '../port/port.ts';
-import type { Renewer } from '../runtime/renewable.ts';
 import { Runtime } from '../runtime/runtime.ts';
 import { ScriptRunner } from '../runtime/script.ts';
-import { RedlockCommands } from '../lock/quorum-commands.ts';
 import { FanoutConnection } from './quorum-fanout.ts';
-import { driftMs, quorumOf, type Master } from './quorum-replies.ts';
+import { quorumOf, type Master } from './quorum-replies.ts';
 import type { RedlockServer } from './quorum-servers.ts';
 
-/** What every kind of one Redlock client shares: the masters' commands, the renewer, the token floor. */
+/**
+ * What every kind of one Redlock client shares: the masters, the token floor. Each kind builds its
+ * commands over the masters (the lock's, which the fair lock's quorum hold shares: src/kinds/quorum.ts).
+ */
 export interface RedlockShared {
   readonly runtime: Runtime;
-  readonly commands: RedlockCommands;
-  readonly renewer: Renewer;
+  /** The masters, in the order of the servers: each one's script runner, label and state. */
+  readonly masters: readonly Master[];
   /** The next token floor: this client's clock in microseconds, increasing. */
   floor(): string;
   /** Lock key -> when an attempt of this client last found it held: a first attempt soon after goes through the gate too. */
@@ -72,12 +73,10 @@ export function createRedlock(options: RedlockSetupOptions): RedlockSetup {
       lastError: () => port.lastError,
     }),
   );
-  const commands: RedlockCommands = new RedlockCommands(masters, runtime.publish);
   let last = 0;
   const shared: RedlockShared = {
     runtime,
-    commands,
-    renewer: { renew: (batch, leaseMs) => commands.renew(batch, leaseMs), batch: 500, allowanceMs: driftMs },
+    masters,
     contended: new Map(),
     floor() {
       // Microseconds of this client's clock, never twice the same: a floor, not a token (see acquire-2.lua).

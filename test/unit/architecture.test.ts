@@ -31,8 +31,6 @@ const DEBT = new Set<string>([
   'rw-lock/quorum.ts -> topology',
   'semaphore/quorum-commands.ts -> topology',
   'semaphore/quorum.ts -> topology',
-  'topology/quorum-reads.ts -> lock',
-  'topology/quorum-setup.ts -> lock',
 ]);
 
 function sources(dir: string): string[] {
