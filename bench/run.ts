@@ -2,6 +2,7 @@
 //
 //   node --import tsx run.ts [--quick] [--runs N] [--only relock,floor-poll] [--scenarios herd,many]
 //   node --import tsx run.ts --report-only   # the report again from bench/results/results.json
+//   node --import tsx run.ts --link 0.5      # every client over a link of 0.5 ms round trip (lib/link.ts)
 //
 // A full run (no flags) writes docs/benchmarks.md and docs/benchmarks/*.svg, then runs the family's
 // benches (semaphore.ts, rw-lock.ts, redlock.ts: docs/benchmarks/<name>.md); a partial one writes
@@ -15,6 +16,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyBuild } from './lib/bundle.ts';
+import { startLink } from './lib/link.ts';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ADAPTERS } from './adapters/index.ts';
@@ -36,13 +38,17 @@ const { values } = parseArgs({
     runs: { type: 'string' },
     only: { type: 'string' },
     scenarios: { type: 'string' },
+    link: { type: 'string' },
   },
 });
+/** The round trip of the link to Redis, in ms (a delaying proxy: lib/link-proxy.ts); none on loopback. */
+const linkMs = values.link === undefined ? undefined : Number(values.link);
+if (linkMs !== undefined && !(linkMs > 0 && linkMs <= 100)) throw new RangeError(`--link ${values.link}: expected a round trip in milliseconds, above 0 and at most 100`);
 const sizes: Sizes = { ...(values.quick ? QUICK : FULL), ...(values.runs ? { runs: Number(values.runs) } : {}) };
 const only = values.only?.split(',');
 let adapters = ADAPTERS.filter((adapter) => !only || only.includes(adapter.id));
 const scenarios = SCENARIOS.filter((scenario) => !values.scenarios || values.scenarios.split(',').includes(scenario));
-const full = !values.quick && !values.runs && !only && !values.scenarios;
+const full = !values.quick && !values.runs && !only && !values.scenarios && linkMs === undefined;
 
 const resultsDir = join(here, 'results');
 mkdirSync(resultsDir, { recursive: true });
@@ -131,12 +137,15 @@ const relock = relockVersion();
 // No persistence (the helper's default), so no fork or fsync skews Redis CPU; the herd of 800 needs clients.
 const server = await startRedis({ args: ['--maxclients', '10000'] });
 const stats = new Redis(server.url);
+// The workers' way to Redis: direct, or over the link; Redis's own figures are read directly (stats).
+const link = linkMs === undefined ? undefined : await startLink(server.url, linkMs);
+const target = link?.url ?? server.url;
 const records: Record_[] = [];
 const elapsed = () => {
   const seconds = Math.round((now() - startedAt) / 1000);
   return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;
 };
-process.stderr.write(`relock bench: ${total} runs of ${adapters.length} libraries on ${server.url}${full ? '' : ' (partial run)'}\n`);
+process.stderr.write(`relock bench: ${total} runs of ${adapters.length} libraries on ${server.url}${link ? ` over a ${link.rttMs} ms link (${link.url})` : ''}${full ? '' : ' (partial run)'}\n`);
 try {
   const redis = await serverInfo(stats);
   // A library that ran out of time once in a scenario is not run again in it (nor with more waiters):
@@ -154,7 +163,7 @@ try {
   for (const { scenario, run, specs } of plan) {
     if (specs.length > 1) {
       process.stderr.write(`[    ${elapsed().padStart(5)}] ${scenario} run ${run}/${sizes.runs}: ${specs.length} libraries in ${SLICES} interleaved slices, slice`);
-      const results = await runSliced(stats, server.url, specs, SLICES, log, server.private, (slice) => process.stderr.write(` ${slice}`));
+      const results = await runSliced(stats, target, specs, SLICES, log, server.private, (slice) => process.stderr.write(` ${slice}`));
       process.stderr.write('\n');
       specs.forEach((spec, i) => {
         let result = results[i]!;
@@ -176,7 +185,7 @@ try {
     } else if (failedAt !== undefined && (spec.size ?? 0) >= failedAt) {
       result = { ok: false, error: `not run: an earlier run of this scenario${spec.scenario === 'herd' ? ` with ${failedAt} waiters` : ''} did not finish`, seconds: 0 };
     } else {
-      result = await runCase(stats, server.url, spec, log, server.private);
+      result = await runCase(stats, target, spec, log, server.private);
       if (!result.ok && result.error.startsWith('did not finish') && run > 0) outOfTime.set(key, spec.size ?? 0);
       const notAvailable = result.ok ? null : /not available: [^\n]*/.exec(result.error);
       if (notAvailable) {
@@ -202,6 +211,7 @@ try {
     loadAtStart,
     loadAtEnd: loadavg(),
     ...(baselineCommit ? { baseline: baselineCommit } : {}),
+    ...(linkMs === undefined ? {} : { linkMs }),
   };
   writeFileSync(join(resultsDir, 'results.json'), JSON.stringify(saved, null, 1));
   const written = await report(saved);
@@ -210,6 +220,7 @@ try {
   // On a Redis the bench did not start, it leaves none of its keys (fencing keys outlive locks).
   if (!server.private) await clean(stats, false).catch(() => undefined);
   stats.disconnect();
+  link?.close();
   log.end();
   await server.stop();
 }

@@ -31,4 +31,6 @@ export interface ReportInput {
   loadAtEnd: number[];
   /** The commit relock-0.1.0 (relock before this change) was built from, when it ran. */
   baseline?: string;
+  /** The round trip of the link (lib/link-proxy.ts) the clients reached Redis over, when `--link` was given. */
+  linkMs?: number;
 }
