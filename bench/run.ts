@@ -3,6 +3,7 @@
 //   node --import tsx run.ts [--quick] [--runs N] [--only relock,floor-poll] [--scenarios herd,many]
 //   node --import tsx run.ts --report-only   # the report again from bench/results/results.json
 //   node --import tsx run.ts --link 0.5      # every client over a link of 0.5 ms round trip (lib/link.ts)
+//   node --import tsx run.ts --also-link     # then the headline scenarios again over a 0.5 ms link (a full run does)
 //
 // A full run (no flags) writes docs/benchmarks.md and docs/benchmarks/*.svg, then runs the family's
 // benches (semaphore.ts, rw-lock.ts, redlock.ts: docs/benchmarks/<name>.md); a partial one writes
@@ -20,6 +21,7 @@ import { startLink } from './lib/link.ts';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ADAPTERS } from './adapters/index.ts';
+import type { AdapterSpec } from './adapters/types.ts';
 import { baselineBundle } from './lib/baseline.ts';
 import { now } from './lib/clock.ts';
 import { cases, FULL, QUICK, SCENARIOS, SLICES, traceCase, type Sizes } from './lib/plan.ts';
@@ -39,6 +41,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     scenarios: { type: 'string' },
     link: { type: 'string' },
+    'also-link': { type: 'boolean', default: false },
   },
 });
 /** The round trip of the link to Redis, in ms (a delaying proxy: lib/link-proxy.ts); none on loopback. */
@@ -101,35 +104,47 @@ interface Planned {
   /** One library's case, or (scenario 1) every library's, run in slices by runSliced. */
   specs: ReturnType<typeof cases>;
 }
-const plan: Planned[] = [];
-for (const scenario of scenarios) {
-  for (let run = 1; run <= sizes.runs; run++) {
-    if (scenario === 'uncontended') {
-      const all = adapters.filter((adapter) => !adapter.scenarios || adapter.scenarios.includes(scenario));
-      const specs = all.flatMap((adapter) => cases(scenario, adapter.id, sizes));
-      // The floor a second time, as if another library: how far apart the two land is the noise.
-      const floor = specs.find((spec) => spec.adapter === NOISE_PROBE);
-      if (floor) specs.push({ ...floor, label: `${NOISE_PROBE}#2` });
-      plan.push({ scenario, run, specs });
-      continue;
+/** Every case of `scenarios` for `libraries`, in the order they run. */
+function planOf(scenarios: readonly ScenarioId[], libraries: readonly AdapterSpec[], traced: boolean): Planned[] {
+  const plan: Planned[] = [];
+  for (const scenario of scenarios) {
+    for (let run = 1; run <= sizes.runs; run++) {
+      if (scenario === 'uncontended') {
+        const all = libraries.filter((adapter) => !adapter.scenarios || adapter.scenarios.includes(scenario));
+        const specs = all.flatMap((adapter) => cases(scenario, adapter.id, sizes));
+        // The floor a second time, as if another library: how far apart the two land is the noise.
+        const floor = specs.find((spec) => spec.adapter === NOISE_PROBE);
+        if (floor) specs.push({ ...floor, label: `${NOISE_PROBE}#2` });
+        plan.push({ scenario, run, specs });
+        continue;
+      }
+      // Libraries take turns within each repetition, so drift on the shared machine spreads over all.
+      for (const adapter of libraries) {
+        if (scenario === 'reentrant' && adapter.kind !== 'relock') continue;
+        if (adapter.scenarios && !adapter.scenarios.includes(scenario)) continue;
+        for (const spec of cases(scenario, adapter.id, sizes)) plan.push({ scenario, run, specs: [spec] });
+      }
     }
-    // Libraries take turns within each repetition, so drift on the shared machine spreads over all.
-    for (const adapter of adapters) {
-      if (scenario === 'reentrant' && adapter.kind !== 'relock') continue;
-      if (adapter.scenarios && !adapter.scenarios.includes(scenario)) continue;
-      for (const spec of cases(scenario, adapter.id, sizes)) plan.push({ scenario, run, specs: [spec] });
+    if (scenario === 'contended' && traced) {
+      // Run 0: traced, for the hand-off timeline only.
+      for (const adapter of libraries) {
+        if (adapter.scenarios && !adapter.scenarios.includes(scenario)) continue;
+        if (adapter.kind === 'baseline') continue;
+        if (adapter.waiting === 'pub/sub' && adapter.client === 'ioredis') plan.push({ scenario, run: 0, specs: [traceCase(adapter.id, sizes)] });
+      }
     }
   }
-  if (scenario === 'contended') {
-    // Run 0: traced, for the hand-off timeline only.
-    for (const adapter of adapters) {
-      if (adapter.scenarios && !adapter.scenarios.includes(scenario)) continue;
-      if (adapter.kind === 'baseline') continue;
-      if (adapter.waiting === 'pub/sub' && adapter.client === 'ioredis') plan.push({ scenario, run: 0, specs: [traceCase(adapter.id, sizes)] });
-    }
-  }
+  return plan;
 }
-const total = plan.reduce((sum, planned) => sum + planned.specs.length, 0);
+const plan = planOf(scenarios, adapters, true);
+/**
+ * A full run measures the headline scenarios a second time over a link of LINK_MS round trip
+ * (lib/link-proxy.ts), for the headline libraries (issue 34 point 4): what users on a network see.
+ */
+const LINK_MS = 0.5;
+const LINKED = ['relock', 'relock-fair', 'redlock', 'redis-semaphore', 'node-redisson', 'floor-poll', 'floor-pubsub'];
+const linkedPlan = (full || values['also-link']) && linkMs === undefined ? planOf((['uncontended', 'contended', 'herd'] as const).filter((scenario) => scenarios.includes(scenario)), adapters.filter((adapter) => LINKED.includes(adapter.id)), false) : [];
+const total = [...plan, ...linkedPlan].reduce((sum, planned) => sum + planned.specs.length, 0);
 
 const startedAt = now();
 const loadAtStart = loadavg();
@@ -139,7 +154,6 @@ const server = await startRedis({ args: ['--maxclients', '10000'] });
 const stats = new Redis(server.url);
 // The workers' way to Redis: direct, or over the link; Redis's own figures are read directly (stats).
 const link = linkMs === undefined ? undefined : await startLink(server.url, linkMs);
-const target = link?.url ?? server.url;
 const records: Record_[] = [];
 const elapsed = () => {
   const seconds = Math.round((now() - startedAt) / 1000);
@@ -148,53 +162,69 @@ const elapsed = () => {
 process.stderr.write(`relock bench: ${total} runs of ${adapters.length} libraries on ${server.url}${link ? ` over a ${link.rttMs} ms link (${link.url})` : ''}${full ? '' : ' (partial run)'}\n`);
 try {
   const redis = await serverInfo(stats);
-  // A library that ran out of time once in a scenario is not run again in it (nor with more waiters):
-  // the run stays bounded, and the report says what it got through.
-  const outOfTime = new Map<string, number>();
-  // A library that refused at setup as "not available" (relock-fair on a build without fairLock) is
-  // recorded so in its other cases without forking workers for it again.
-  const unavailable = new Map<string, string>();
   let done = 0;
   const line = (scenario: ScenarioId, run: number, spec: CaseSpec) => {
     const size = spec.size === undefined ? '' : ` ${spec.size}`;
     const which = run === 0 ? 'traced run' : `run ${run}/${sizes.runs}`;
     return `[${String(++done).padStart(3)}/${total} ${elapsed().padStart(5)}] ${scenario}${size} ${which} ${spec.label ?? spec.adapter} ... `;
   };
-  for (const { scenario, run, specs } of plan) {
-    if (specs.length > 1) {
-      process.stderr.write(`[    ${elapsed().padStart(5)}] ${scenario} run ${run}/${sizes.runs}: ${specs.length} libraries in ${SLICES} interleaved slices, slice`);
-      const results = await runSliced(stats, target, specs, SLICES, log, server.private, (slice) => process.stderr.write(` ${slice}`));
-      process.stderr.write('\n');
-      specs.forEach((spec, i) => {
-        let result = results[i]!;
-        const notAvailable = result.ok ? null : /not available: [^\n]*/.exec(result.error);
-        if (notAvailable) result = { ok: false, error: notAvailable[0], seconds: 0 };
-        process.stderr.write(`${line(scenario, run, spec)}${formatCase(result)}\n`);
-        records.push({ scenario, size: spec.size, adapter: spec.label ?? spec.adapter, run, result });
-      });
-      continue;
-    }
-    const spec = specs[0]!;
-    process.stderr.write(line(scenario, run, spec));
-    const key = `${scenario}:${spec.adapter}`;
-    const failedAt = outOfTime.get(key);
-    let result: CaseResult;
-    const refused = unavailable.get(spec.adapter);
-    if (refused !== undefined) {
-      result = { ok: false, error: refused, seconds: 0 };
-    } else if (failedAt !== undefined && (spec.size ?? 0) >= failedAt) {
-      result = { ok: false, error: `not run: an earlier run of this scenario${spec.scenario === 'herd' ? ` with ${failedAt} waiters` : ''} did not finish`, seconds: 0 };
-    } else {
-      result = await runCase(stats, target, spec, log, server.private);
-      if (!result.ok && result.error.startsWith('did not finish') && run > 0) outOfTime.set(key, spec.size ?? 0);
-      const notAvailable = result.ok ? null : /not available: [^\n]*/.exec(result.error);
-      if (notAvailable) {
-        result = { ok: false, error: notAvailable[0], seconds: 0 };
-        unavailable.set(spec.adapter, notAvailable[0]);
+  /** Runs `planned` with the workers reaching Redis at `target`, into `into`. */
+  const execute = async (planned: Planned[], target: string, into: Record_[]) => {
+    // A library that ran out of time once in a scenario is not run again in it (nor with more waiters):
+    // the run stays bounded, and the report says what it got through.
+    const outOfTime = new Map<string, number>();
+    // A library that refused at setup as "not available" (relock-fair on a build without fairLock) is
+    // recorded so in its other cases without forking workers for it again.
+    const unavailable = new Map<string, string>();
+    for (const { scenario, run, specs } of planned) {
+      if (specs.length > 1) {
+        process.stderr.write(`[    ${elapsed().padStart(5)}] ${scenario} run ${run}/${sizes.runs}: ${specs.length} libraries in ${SLICES} interleaved slices, slice`);
+        const results = await runSliced(stats, target, specs, SLICES, log, server.private, (slice) => process.stderr.write(` ${slice}`));
+        process.stderr.write('\n');
+        specs.forEach((spec, i) => {
+          let result = results[i]!;
+          const notAvailable = result.ok ? null : /not available: [^\n]*/.exec(result.error);
+          if (notAvailable) result = { ok: false, error: notAvailable[0], seconds: 0 };
+          process.stderr.write(`${line(scenario, run, spec)}${formatCase(result)}\n`);
+          into.push({ scenario, size: spec.size, adapter: spec.label ?? spec.adapter, run, result });
+        });
+        continue;
       }
+      const spec = specs[0]!;
+      process.stderr.write(line(scenario, run, spec));
+      const key = `${scenario}:${spec.adapter}`;
+      const failedAt = outOfTime.get(key);
+      let result: CaseResult;
+      const refused = unavailable.get(spec.adapter);
+      if (refused !== undefined) {
+        result = { ok: false, error: refused, seconds: 0 };
+      } else if (failedAt !== undefined && (spec.size ?? 0) >= failedAt) {
+        result = { ok: false, error: `not run: an earlier run of this scenario${spec.scenario === 'herd' ? ` with ${failedAt} waiters` : ''} did not finish`, seconds: 0 };
+      } else {
+        result = await runCase(stats, target, spec, log, server.private);
+        if (!result.ok && result.error.startsWith('did not finish') && run > 0) outOfTime.set(key, spec.size ?? 0);
+        const notAvailable = result.ok ? null : /not available: [^\n]*/.exec(result.error);
+        if (notAvailable) {
+          result = { ok: false, error: notAvailable[0], seconds: 0 };
+          unavailable.set(spec.adapter, notAvailable[0]);
+        }
+      }
+      process.stderr.write(`${formatCase(result)}\n`);
+      into.push({ scenario, size: spec.size, adapter: spec.adapter, run, result });
     }
-    process.stderr.write(`${formatCase(result)}\n`);
-    records.push({ scenario, size: spec.size, adapter: spec.adapter, run, result });
+  };
+  await execute(plan, link?.url ?? server.url, records);
+  // A full run: the headline scenarios again over the link (issue 34 point 4).
+  let linked: { ms: number; records: Record_[] } | undefined;
+  if (linkedPlan.length > 0) {
+    const over = await startLink(server.url, LINK_MS);
+    process.stderr.write(`over a ${LINK_MS} ms link (${over.url}):\n`);
+    try {
+      linked = { ms: LINK_MS, records: [] };
+      await execute(linkedPlan, over.url, linked.records);
+    } finally {
+      over.close();
+    }
   }
   const seconds = (now() - startedAt) / 1000;
   const saved: Saved = {
@@ -212,6 +242,7 @@ try {
     loadAtEnd: loadavg(),
     ...(baselineCommit ? { baseline: baselineCommit } : {}),
     ...(linkMs === undefined ? {} : { linkMs }),
+    ...(linked ? { linked } : {}),
   };
   writeFileSync(join(resultsDir, 'results.json'), JSON.stringify(saved, null, 1));
   const written = await report(saved);

@@ -33,4 +33,6 @@ export interface ReportInput {
   baseline?: string;
   /** The round trip of the link (lib/link-proxy.ts) the clients reached Redis over, when `--link` was given. */
   linkMs?: number;
+  /** A full run's headline scenarios measured again over a link of `ms` round trip (run.ts, LINKED). */
+  linked?: { ms: number; records: Record_[] };
 }

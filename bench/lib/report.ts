@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BASELINE_COMMIT } from './baseline.ts';
 import { bars, growth, type Datum } from './charts.ts';
+import { linkSection } from './link-report.ts';
 import { best, C, chartData, COLUMNS, failures, nameOf, rows, table, type Column, type Lookup, type Row } from './columns.ts';
 import { HERD_SETTLE_MS, LONG_RUN_TIMEOUT_MS, MANY_SETTLE_MS, SLICES, TITLES, type Sizes } from './plan.ts';
 import type { ScenarioId } from './protocol.ts';
@@ -146,6 +147,9 @@ export async function writeReport(input: ReportInput): Promise<string[]> {
     }
     sections.push(parts.join('\n\n'));
   }
+
+  const linkPart = linkSection(input, at);
+  if (linkPart !== '') sections.push(linkPart);
 
   const minutes = `${Math.floor(input.seconds / 60)} min ${Math.round(input.seconds % 60)} s`;
   const cpu = cpus();
