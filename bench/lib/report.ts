@@ -293,6 +293,8 @@ ${SIZING(input.sizes, minutes)}
 npm ci && npm run bench                       # the whole run: writes this file and docs/benchmarks/*.svg
 npm run bench -- --quick                      # 1 run, smaller sizes, report under bench/results/docs
 npm run bench -- --only relock,floor-poll --scenarios herd --runs 1
+npm run bench -- --quick --link 0.5           # every client over a 0.5 ms link (bench/lib/link-proxy.ts)
+npm run bench -- --quick --also-link          # then the headline scenarios again over it (a full run does)
 REDIS_URL=redis://127.0.0.1:6380 npm run bench   # on a Redis of your own: it runs CONFIG RESETSTAT and
                                               # deletes keys matching *relock-bench:* (never FLUSHALL)
 BENCH_DEBUG=1 npm run bench -- --quick        # where each run's time goes (fork, run, close)
