@@ -94,6 +94,18 @@ export function rows(input: ReportInput, scenario: ScenarioId, size: number | un
   return out;
 }
 
+/** A run's rows by scenario and size, each computed once, and the lookup of one library's medians in them. */
+export function indexRows(input: ReportInput): { rowsOf: (scenario: ScenarioId, size: number | undefined) => Row[]; at: Lookup } {
+  const cache = new Map<string, Row[]>();
+  const rowsOf = (scenario: ScenarioId, size: number | undefined) => {
+    const key = `${scenario}:${size}`;
+    if (!cache.has(key)) cache.set(key, rows(input, scenario, size));
+    return cache.get(key)!;
+  };
+  const at: Lookup = (scenario, adapter, size) => rowsOf(scenario, size).find((r) => r.adapter.id === adapter && r.finished > 0)?.medians;
+  return { rowsOf, at };
+}
+
 /** The best peer's median of a column (relock and the floors are compared with it, not to it). */
 export function best(all: Row[], column: Column): number | undefined {
   const values = all.filter((r) => r.adapter.kind === 'peer').map((r) => r.medians.get(column)).filter((v): v is number => v !== undefined && Number.isFinite(v));

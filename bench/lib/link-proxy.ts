@@ -8,9 +8,8 @@
 // chunk is due is waited with Atomics.wait (a futex wait: no CPU spent, microsecond precision). That
 // blocks this process's event loop meanwhile: a chunk that arrives during the wait is read after it,
 // and leaves up to one wait later than its due time. The proxy's own hop (two more socket reads and
-// writes, a turn of its event loop each way) adds to the delay asked for: on the 2-core bench
-// machine a PING through it, set to 0.5 ms, took 0.86 ms at the median (0.06 ms direct), and more
-// with many connections busy at once (stated beside the figures).
+// writes, a turn of its event loop each way) adds to the delay asked for, as measured in link.ts
+// (PROXY_HOP), which the report states beside every figure over the link.
 import { createConnection, createServer, type Socket } from 'node:net';
 
 const [host, port, rtt] = process.argv.slice(2);

@@ -1,7 +1,8 @@
 // The section of a full run's report that sets the headline figures on loopback beside the same
 // figures over a link of 0.5 ms round trip (run.ts measures them again over lib/link-proxy.ts): what
 // users whose Redis is on the network see (issue 34 point 4).
-import { C, rows, type Column, type Lookup } from './columns.ts';
+import { C, indexRows, nameOf, type Column, type Lookup } from './columns.ts';
+import { PROXY_HOP } from './link.ts';
 import type { ReportInput } from './report-input.ts';
 
 /** The figures compared, per headline scenario: [scenario, column, its name]. */
@@ -17,17 +18,16 @@ const FIGURES: readonly (readonly ['uncontended' | 'contended' | 'herd', Column,
 
 export function linkSection(input: ReportInput, at: Lookup): string {
   if (!input.linked) return '';
-  const over: ReportInput = { ...input, records: input.linked.records };
   const herd = input.sizes.herd.includes(200) ? 200 : input.sizes.herd[0];
   const sizeOf = (scenario: string) => (scenario === 'herd' ? herd : undefined);
-  const atLink: Lookup = (scenario, adapter, size) => rows(over, scenario, size).find((r) => r.adapter.id === adapter && r.finished > 0)?.medians;
+  const atLink = indexRows({ ...input, records: input.linked.records }).at;
   const libraries = input.adapters.filter((adapter) => input.linked!.records.some((record) => record.adapter === adapter.id));
   const lines = [
     `## Over a network link: ${input.linked.ms} ms round trip`,
     '',
-    `The headline scenarios again, every client reaching the same Redis over a delaying TCP proxy set to ${input.linked.ms} ms round trip (bench/lib/link-proxy.ts: half of it each way), the same for every library, since nobody runs Redis on loopback. The proxy's own hop adds to it: on the 2-core bench machine a PING through it took 0.86 ms at the median against 0.06 ms direct, and more with many connections busy at once. Medians of ${input.sizes.runs} runs; the herd at ${herd} waiters. Each cell: loopback → over the link.`,
+    `The headline scenarios again, every client reaching the same Redis over a delaying TCP proxy set to ${input.linked.ms} ms round trip (bench/lib/link-proxy.ts: half of it each way), the same for every library, since nobody runs Redis on loopback; ${PROXY_HOP}. Medians of ${input.sizes.runs} runs; the herd at ${herd} waiters. Each cell: loopback → over the link.`,
     '',
-    `| figure | ${libraries.map((adapter) => (adapter.kind === 'relock' ? `**${adapter.id}**` : adapter.kind === 'floor' ? `*${adapter.id}*` : adapter.id)).join(' | ')} |`,
+    `| figure | ${libraries.map(nameOf).join(' | ')} |`,
     `| --- | ${libraries.map(() => '---:').join(' | ')} |`,
   ];
   for (const [scenario, column, name] of FIGURES) {

@@ -8,27 +8,30 @@ export function targets(input: ReportInput, at: Lookup): string {
   const lines = ['| target | relock | verdict |', '| --- | --- | --- |'];
   const peers = input.adapters.filter((a) => a.kind === 'peer');
   const relockUn = at('uncontended', 'relock');
+  /** A row of one rate against another in this run, met at `target` × the other's or more. */
+  const rate = (label: string, target: number, mine: number, theirs: number, more = '') =>
+    lines.push(`| ${label} | ${integer(mine)} ops/s vs ${integer(theirs)}: ${(mine / theirs).toFixed(2)}×${more} | ${yes(mine / theirs >= target)} |`);
   if (relockUn) {
     const ops = relockUn.get(C.ops) ?? Number.NaN;
     const floor = at('uncontended', 'floor-poll')?.get(C.ops);
-    if (floor !== undefined) lines.push(`| 1. uncontended: ≥ ${T.uncontended.floor}× the SET NX floor (floor-poll) | ${integer(ops)} ops/s vs ${integer(floor)}: ${(ops / floor).toFixed(2)}× | ${yes(ops / floor >= T.uncontended.floor)} |`);
+    if (floor !== undefined) rate(`1. uncontended: ≥ ${T.uncontended.floor}× the SET NX floor (floor-poll)`, T.uncontended.floor, ops, floor);
     const fastest = peers.map((p) => ({ id: p.id, ops: at('uncontended', p.id)?.get(C.ops) })).filter((p): p is { id: string; ops: number } => p.ops !== undefined).sort((a, b) => b.ops - a.ops)[0];
     if (fastest) lines.push(`| 1. uncontended: level with the fastest peer (≥ ${T.uncontended.fastestPeer}×) | vs ${fastest.id} ${integer(fastest.ops)} ops/s: ${(ops / fastest.ops).toFixed(2)}× | ${yes(ops / fastest.ops >= T.uncontended.fastestPeer)} |`);
     const scripts = relockUn.get(C.scripts);
     const commands = relockUn.get(C.commands);
-    if (scripts !== undefined && commands !== undefined) lines.push(`| 1. uncontended: ${T.uncontended.scriptCalls} round trips per acquire+release | ${fixed(scripts)} script calls and no other command from the client (${fixed(commands)} commands in all, the calls included) | ${yes(Math.abs(scripts - T.uncontended.scriptCalls) < 0.01)} |`);
+    if (scripts !== undefined && commands !== undefined) {
+      lines.push(`| 1. uncontended: ${T.uncontended.scriptCalls} round trips per acquire+release | ${fixed(scripts)} script calls and no other command from the client (${fixed(commands)} commands in all, the calls included) | ${yes(Math.abs(scripts - T.uncontended.scriptCalls) < 0.01)} |`);
+      const inner = commands - scripts;
+      lines.push(`| 1. uncontended: ≤ ${T.uncontended.innerCommands} commands inside the scripts per acquire+release | ${fixed(inner)} | ${yes(inner <= T.uncontended.innerCommands + 0.01)} |`);
+    }
     const semaphore = at('uncontended', 'redis-semaphore')?.get(C.ops);
     if (semaphore !== undefined) {
       const before = at('uncontended', 'relock-0.1.0')?.get(C.ops);
       const then = before === undefined ? '' : `; relock before this change: ${(before / semaphore).toFixed(2)}×`;
-      lines.push(`| 1. uncontended: ≥ ${T.uncontended.redisSemaphore}× redis-semaphore in the same run | ${integer(ops)} ops/s vs ${integer(semaphore)}: ${(ops / semaphore).toFixed(2)}×${then} | ${yes(ops / semaphore >= T.uncontended.redisSemaphore)} |`);
+      rate(`1. uncontended: ≥ ${T.uncontended.redisSemaphore}× redis-semaphore in the same run`, T.uncontended.redisSemaphore, ops, semaphore, then);
     }
     const redlock = at('uncontended', 'redlock')?.get(C.ops);
-    if (redlock !== undefined) lines.push(`| 1. uncontended: ≥ ${T.uncontended.redlock}× redlock in the same run | ${integer(ops)} ops/s vs ${integer(redlock)}: ${(ops / redlock).toFixed(2)}× | ${yes(ops / redlock >= T.uncontended.redlock)} |`);
-    if (scripts !== undefined && commands !== undefined) {
-      const inner = commands - scripts;
-      lines.push(`| 1. uncontended: ≤ ${T.uncontended.innerCommands} commands inside the scripts per acquire+release | ${fixed(inner)} | ${yes(inner <= T.uncontended.innerCommands + 0.01)} |`);
-    }
+    if (redlock !== undefined) rate(`1. uncontended: ≥ ${T.uncontended.redlock}× redlock in the same run`, T.uncontended.redlock, ops, redlock);
     const cpu = relockUn.get(C.clientCpu);
     const floorCpu = at('uncontended', 'floor-poll')?.get(C.clientCpu);
     if (cpu !== undefined && floorCpu !== undefined) lines.push(`| 1. uncontended: client CPU per round ≤ ${T.uncontended.clientCpuVsFloor}× the SET NX floor's | ${fixed(cpu)} µs vs ${fixed(floorCpu)} µs: ${(cpu / floorCpu).toFixed(2)}× | ${yes(cpu / floorCpu <= T.uncontended.clientCpuVsFloor)} |`);
@@ -38,7 +41,7 @@ export function targets(input: ReportInput, at: Lookup): string {
       const own = at('uncontended', floorId)?.get(C.ops);
       if (over === undefined || own === undefined) continue;
       const vsIoredis = floor === undefined ? '' : `; that floor is ${(own / floor).toFixed(2)}× floor-poll's (ioredis)`;
-      lines.push(`| 1. uncontended over ${client}: ≥ ${T.uncontended.clientFloor}× the SET NX floor over ${client} (${floorId}) | ${integer(over)} ops/s vs ${integer(own)}: ${(over / own).toFixed(2)}×${vsIoredis} | ${yes(over / own >= T.uncontended.clientFloor)} |`);
+      rate(`1. uncontended over ${client}: ≥ ${T.uncontended.clientFloor}× the SET NX floor over ${client} (${floorId})`, T.uncontended.clientFloor, over, own, vsIoredis);
     }
   }
   const relockC = at('contended', 'relock');
