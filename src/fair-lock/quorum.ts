@@ -21,9 +21,8 @@ import type { Runtime } from '../runtime/runtime.ts';
 import { LEAVE_WAIT_MS, noop } from '../runtime/waits.ts';
 import type { Renewer } from '../runtime/renewable.ts';
 import type { RedlockCommands } from '../lock/quorum-commands.ts';
-import type { RedlockLockShared } from '../lock/quorum.ts';
 import { LockImpl, type LockShared } from '../lock/lock.ts';
-import { createQuorumLockShared } from '../lock/quorum.ts';
+import { createQuorumLockShared, type RedlockLockShared } from '../lock/quorum.ts';
 import { SILENT_MS } from '../topology/quorum-replies.ts';
 
 /** The keys of a fair lock on a Redlock client. */

@@ -3,11 +3,10 @@
 // its fencing token is confirmed on a majority before the lease is handed out (the rule is proved in
 // docs/guarantees.md). The lock itself is lock.ts's, the same as on one server.
 import type { ReenterOutcome, ReleaseOutcome } from '../runtime/hold.ts';
-import type { Renewable } from '../runtime/renewable.ts';
+import type { Renewable, Renewer } from '../runtime/renewable.ts';
 import { decideAcquire, type Vote } from '../topology/quorum-decide.ts';
 import { answeredError, driftMs, noQuorum } from '../topology/quorum-replies.ts';
 import type { RedlockShared } from '../topology/quorum-setup.ts';
-import type { Renewer } from '../runtime/renewable.ts';
 import { lockKeys, type LockKeys } from './keys.ts';
 import type { TakeOutcome } from '../runtime/attempt.ts';
 import { isFiniteWait } from '../runtime/wait-errors.ts';

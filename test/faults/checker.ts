@@ -93,6 +93,9 @@ function show(entry: Entry): string {
 
 const MAX_LISTED = 5;
 
+/** A waiter that never got the lock, as the report lists it. */
+const hungLine = (h: Hung) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms${h.cause ? ` (${h.cause})` : ''}`;
+
 /** A share (0 to 1) in percent: one decimal, two below 1 %. */
 export function percent(share: number): string {
   const value = share * 100;
@@ -169,7 +172,7 @@ export function check(input: CheckInput): Report {
 
   list(
     'waiters that never got the lock',
-    hung.map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms${h.cause ? ` (${h.cause})` : ''}`),
+    hung.map(hungLine),
   );
 
   // FIFO: in grant (token) order, an acquisition is overtaken when an earlier-granted one arrived at
@@ -301,7 +304,7 @@ function figures(input: CheckInput, overlaps: readonly Overlap[], completed: num
   const faults = input.faults ?? [];
   const hung = input.hung ?? [];
   if (hung.length > 0) {
-    problems.push(`${hung.length} waiters that never got the lock: ${hung.slice(0, MAX_LISTED).map((h) => `worker ${h.worker}/loop ${h.loop} waited ${Math.round(h.waitingMs)} ms${h.cause ? ` (${h.cause})` : ''}`).join('; ')}`);
+    problems.push(`${hung.length} waiters that never got the lock: ${hung.slice(0, MAX_LISTED).map(hungLine).join('; ')}`);
   }
   const stalls = faults.map((fault) => {
     let next = Number.POSITIVE_INFINITY;
